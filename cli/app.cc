@@ -1,0 +1,74 @@
+// Builds the `air` command tree and turns every failure into one rendered error and a stable exit code.
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "cli/verbs.h"
+#include "core/error.h"
+
+namespace air::cli {
+
+namespace {
+
+void render_error(std::ostream& err, const air::Error& e) {
+  err << "air: error: " << e.what() << "\n";
+  if (!e.hint().empty()) err << "  hint: " << e.hint() << "\n";
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Context ctx;
+  ctx.out = &out;
+  ctx.err = &err;
+  CLI::App app{"air: run ML training workloads on one machine or many"};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("air ") + AIR_VERSION);
+  app.add_option("-o,--output", ctx.global.output, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
+  app.add_option("-p,--profile", ctx.global.profile, "Workspace profile from ~/.air/config");
+  app.add_flag("--debug", ctx.global.debug, "Print debugging details");
+
+  setup_run(app, ctx);
+
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  if (!rev.empty()) rev.pop_back();  // program name
+  try {
+    try {
+      app.parse(rev);
+    } catch (const CLI::CallForHelp&) {
+      out << app.help();
+      return kExitOk;
+    } catch (const CLI::CallForAllHelp&) {
+      out << app.help("", CLI::AppFormatMode::All);
+      return kExitOk;
+    } catch (const CLI::CallForVersion&) {
+      out << "air " << AIR_VERSION << "\n";
+      return kExitOk;
+    } catch (const CLI::ParseError& e) {
+      err << "air: error: " << e.what() << "\n  hint: run 'air --help' for usage\n";
+      return kExitUsage;
+    }
+    if (app.get_subcommands().empty()) {
+      out << app.help();
+      return kExitUsage;
+    }
+  } catch (const air::Error& e) {
+    render_error(err, e);
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    err << "air: error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  return ctx.exit_code;
+}
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  return run_cli(args, std::cout, std::cerr);
+}
+
+}  // namespace air::cli

@@ -1,0 +1,20 @@
+// The verbs of `air`, one file each. Each setup_* adds its subcommand to the app and sets the callback.
+#pragma once
+#include <iosfwd>
+
+#include "cli/app.h"
+
+namespace CLI { class App; }
+
+namespace air::cli {
+
+struct Context {
+  GlobalOptions global;
+  std::ostream* out;
+  std::ostream* err;
+  int exit_code = 0;  // set by a verb when it succeeded but must exit non-zero (e.g. --watch of a FAILED run)
+};
+
+void setup_run(CLI::App& app, Context& ctx);
+
+}  // namespace air::cli
