@@ -40,6 +40,7 @@ struct SnapshotManifest {
   std::vector<std::string> include_paths;    // normalized; empty = the whole root
   std::vector<SkippedFile> skipped;          // neither excluded nor included: unsafe symlinks, fifos, ...
   uint64_t files_excluded = 0;               // sum of excluded[].files_excluded
+  int64_t scanned_at_ns = 0;                 // wall clock when the scan started (for the cache's race check)
 };
 
 // True when a file looks like a credential by its name (.env, *.pem, id_rsa, .netrc, ...) or, for

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -347,6 +349,9 @@ bool source_less(const IgnoreRuleCount& a, const IgnoreRuleCount& b) {
 
 SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths) {
   SnapshotManifest m;
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  m.scanned_at_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
   struct stat st;
   if (::stat(root.c_str(), &st) != 0) throw usage_error("snapshot root does not exist: " + root);
   if (!S_ISDIR(st.st_mode)) throw usage_error("snapshot root must be a directory: " + root);

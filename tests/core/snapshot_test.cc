@@ -1,7 +1,9 @@
 // The snapshot: scan (manifest, .airignore, include_paths, symlinks, credentials, errors), the
 // deterministic archive, its cache, and the safe unpack against crafted malicious archives.
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/sha256.h"
 #include "core/snapshot.h"
 #include "tests/core/snapshot_test_util.h"
 
@@ -206,4 +209,177 @@ TEST_CASE("scan: an unreadable file is an error naming it", "[snapshot]") {
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   CHECK(msg == "cannot read 'sub/secret.txt': Permission denied");
+}
+
+// ---- archive --------------------------------------------------------------------------------------
+
+namespace {
+
+struct ListedEntry {
+  std::string path;
+  unsigned type = 0;
+  unsigned perm = 0;
+  int64_t size = 0;
+  int64_t mtime = -1;
+  int64_t uid = -1, gid = -1;
+  std::string uname, gname, link;
+};
+
+std::vector<ListedEntry> list_archive(const std::string& path) {
+  struct archive* a = archive_read_new();
+  archive_read_support_format_all(a);
+  archive_read_support_filter_all(a);
+  REQUIRE(archive_read_open_filename(a, path.c_str(), 65536) == ARCHIVE_OK);
+  std::vector<ListedEntry> out;
+  struct archive_entry* e;
+  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+    ListedEntry l;
+    l.path = archive_entry_pathname(e);
+    l.type = archive_entry_filetype(e);
+    l.perm = archive_entry_perm(e);
+    l.size = archive_entry_size(e);
+    l.mtime = archive_entry_mtime(e);
+    l.uid = archive_entry_uid(e);
+    l.gid = archive_entry_gid(e);
+    l.uname = archive_entry_uname(e) ? archive_entry_uname(e) : "";
+    l.gname = archive_entry_gname(e) ? archive_entry_gname(e) : "";
+    l.link = archive_entry_symlink(e) ? archive_entry_symlink(e) : "";
+    out.push_back(l);
+  }
+  archive_read_free(a);
+  return out;
+}
+
+void make_project(const TempDir& dir) {
+  write_file(dir / "train.py", "import torch\n");
+  write_file(dir / "run.sh", "#!/bin/sh\necho hi\n");
+  ::chmod((dir / "run.sh").c_str(), 0700);
+  write_file(dir / "data/b.txt", std::string(100000, 'b'));
+  write_file(dir / "data/a.txt", "a");
+  write_file(dir / std::string("données/é.txt"), "accent");
+  write_file(dir / (std::string(120, 'n') + "/" + std::string(120, 'm')), "a long path");
+  std::filesystem::create_symlink("../train.py", dir / "data/link.py");
+  write_file(dir / ".gitignore", "*.log\n");
+  write_file(dir / "x.log", "log");
+}
+
+void set_old_mtimes(const std::string& root) {
+  struct timespec times[2] = {{1'600'000'000, 0}, {1'600'000'000, 0}};
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root))
+    ::utimensat(AT_FDCWD, e.path().c_str(), times, AT_SYMLINK_NOFOLLOW);
+}
+
+}  // namespace
+
+TEST_CASE("archive: deterministic bytes and normalized metadata", "[snapshot][archive]") {
+  TempDir dir, out;
+  make_project(dir);
+  air::SnapshotManifest m = air::scan_snapshot(dir.path(), {});
+  air::SnapshotArchive a1 = air::write_snapshot_archive(m, out / "one.tar.zst");
+  CHECK(a1.sha256 == air::sha256_file(out / "one.tar.zst"));
+  CHECK(a1.bytes == std::filesystem::file_size(out / "one.tar.zst"));
+  CHECK(read_file(out / "one.tar.zst").substr(0, 4) == "\x28\xB5\x2F\xFD");  // zstd frame magic
+
+  // Times, owners and non-executable mode bits do not reach the archive.
+  set_old_mtimes(dir.path());
+  ::chmod((dir / "train.py").c_str(), 0600);
+  ::chmod((dir / "run.sh").c_str(), 0755);
+  air::SnapshotArchive a2 = air::write_snapshot_archive(air::scan_snapshot(dir.path(), {}), out / "two.tar.zst");
+  CHECK(a2.sha256 == a1.sha256);
+  CHECK(read_file(out / "one.tar.zst") == read_file(out / "two.tar.zst"));
+
+  // A one-byte change or an executable bit does.
+  ::chmod((dir / "train.py").c_str(), 0700);
+  air::SnapshotArchive a3 = air::write_snapshot_archive(air::scan_snapshot(dir.path(), {}), out / "three.tar.zst");
+  CHECK(a3.sha256 != a1.sha256);
+
+  auto entries = list_archive(out / "one.tar.zst");
+  std::vector<std::string> paths;
+  for (const auto& e : entries) {
+    paths.push_back(e.path);
+    CHECK(e.mtime == 0);
+    CHECK(e.uid == 0);
+    CHECK(e.gid == 0);
+    CHECK(e.uname.empty());
+    CHECK(e.gname.empty());
+  }
+  CHECK(paths == std::vector<std::string>{".gitignore", "data/a.txt", "data/b.txt", "data/link.py",
+                                          std::string("données/é.txt"),
+                                          std::string(120, 'n') + "/" + std::string(120, 'm'), "run.sh",
+                                          "train.py"});
+  CHECK(entries[3].type == AE_IFLNK);
+  CHECK(entries[3].link == "../train.py");
+  CHECK(entries[6].perm == 0755);
+  CHECK(entries[7].perm == 0644);
+  CHECK(entries[2].size == 100000);
+}
+
+TEST_CASE("archive: a file that changes after the scan fails cleanly", "[snapshot][archive]") {
+  TempDir dir, out;
+  write_file(dir / "a.txt", "short");
+  air::SnapshotManifest m = air::scan_snapshot(dir.path(), {});
+  write_file(dir / "a.txt", "much longer now");
+  CHECK(error_of([&] { air::write_snapshot_archive(m, out / "x.tar.zst"); }) ==
+        "'a.txt' changed while the snapshot was being written");
+  CHECK(std::filesystem::is_empty(out.path()));
+}
+
+TEST_CASE("archive: round trip through unpack keeps contents, modes and links", "[snapshot][unpack]") {
+  TempDir dir, out;
+  make_project(dir);
+  air::SnapshotArchive a = air::write_snapshot_archive(air::scan_snapshot(dir.path(), {}), out / "s.tar.zst");
+  air::unpack_snapshot(a.path, out / "code");
+  CHECK(read_file(out / "code/train.py") == "import torch\n");
+  CHECK(read_file(out / "code/data/b.txt") == std::string(100000, 'b'));
+  CHECK(read_file(out / std::string("code/données/é.txt")) == "accent");
+  CHECK(std::filesystem::read_symlink(out / "code/data/link.py") == "../train.py");
+  CHECK(read_file(out / "code/data/link.py") == "import torch\n");
+  struct stat st;
+  REQUIRE(::stat((out / "code/run.sh").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
+  REQUIRE(::stat((out / "code/train.py").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0644);
+  CHECK_FALSE(std::filesystem::exists(out / "code/x.log"));
+  // Only the archive and the tree: no temporary folder left next to it.
+  CHECK(std::distance(std::filesystem::directory_iterator(out.path()), {}) == 2);
+}
+
+TEST_CASE("cache: an unchanged tree reuses the archive; any change rebuilds it", "[snapshot][cache]") {
+  TempDir dir, cache;
+  make_project(dir);
+  set_old_mtimes(dir.path());
+  bool reused = true;
+  air::SnapshotArchive a1 = air::snapshot_with_cache(air::scan_snapshot(dir.path(), {}), cache.path(), &reused);
+  CHECK_FALSE(reused);
+  CHECK(a1.path == cache / (a1.sha256 + ".tar.zst"));
+  CHECK(air::sha256_file(a1.path) == a1.sha256);
+
+  air::SnapshotArchive a2 = air::snapshot_with_cache(air::scan_snapshot(dir.path(), {}), cache.path(), &reused);
+  CHECK(reused);
+  CHECK(a2.sha256 == a1.sha256);
+  CHECK(a2.bytes == a1.bytes);
+
+  // Same size, different content, older mtime than before: the ctime and the inode still tell.
+  write_file(dir / "data/a.txt", "A");
+  set_old_mtimes(dir.path());
+  air::SnapshotArchive a3 = air::snapshot_with_cache(air::scan_snapshot(dir.path(), {}), cache.path(), &reused);
+  CHECK_FALSE(reused);
+  CHECK(a3.sha256 != a1.sha256);
+
+  // A cached archive that disappeared is rebuilt, not trusted.
+  std::filesystem::remove(a3.path);
+  air::SnapshotArchive a4 = air::snapshot_with_cache(air::scan_snapshot(dir.path(), {}), cache.path(), &reused);
+  CHECK_FALSE(reused);
+  CHECK(a4.sha256 == a3.sha256);
+  CHECK(std::filesystem::exists(a4.path));
+}
+
+TEST_CASE("cache: a tree modified just now is archived but not remembered", "[snapshot][cache]") {
+  TempDir dir, cache;
+  write_file(dir / "fresh.txt", "written a moment ago");
+  bool reused = true;
+  air::snapshot_with_cache(air::scan_snapshot(dir.path(), {}), cache.path(), &reused);
+  CHECK_FALSE(reused);
+  air::snapshot_with_cache(air::scan_snapshot(dir.path(), {}), cache.path(), &reused);
+  CHECK_FALSE(reused);
 }
