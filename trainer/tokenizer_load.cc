@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <unordered_set>
 #include <sstream>
 #include <stdexcept>
 
@@ -175,15 +177,22 @@ void Loader::load_model(const Json& model, Tokenizer::Impl& t) {
   t.model = std::make_unique<BpeModel>(std::move(raw), merges, options);
 }
 
+// Ids follow Hugging Face's AddedVocabulary, not the "id" fields: a content already in the vocabulary keeps
+// that id, a repeated content keeps its first id (later flags win), anything else takes the next id
+// after the vocabulary. For well-formed files (Llama 3, ours) the two agree.
 void Loader::load_added(const Json& list, Tokenizer::Impl& t) {
   if (list.is_null()) return;
   if (!list.is_array()) fail("added_tokens", "expected an array");
-  t.added.reserve(list.size());
+  const auto model_size = static_cast<int32_t>(t.by_token.size());  // only the vocabulary so far
+  std::unordered_map<std::string, int32_t> assigned;
+  std::map<int32_t, AddedToken> by_id;
+  std::unordered_set<std::string> special;
+  int32_t max_id = -1;
   for (size_t i = 0; i < list.size(); ++i) {
     std::string path = "added_tokens[" + std::to_string(i) + "]";
     const Json& e = list[i];
     AddedToken a;
-    a.id = id_at(member(e, path, "id"), path + ".id");
+    id_at(member(e, path, "id"), path + ".id");  // validated, but see above
     a.content = string_at(member(e, path, "content"), path + ".content");
     if (a.content.empty()) fail(path + ".content", "an added token cannot be empty");
     a.special = flag(e, path, "special", false);
@@ -191,7 +200,21 @@ void Loader::load_added(const Json& list, Tokenizer::Impl& t) {
     a.rstrip = flag(e, path, "rstrip", false);
     a.single_word = flag(e, path, "single_word", false);
     a.normalized = flag(e, path, "normalized", !a.special);
-    t.added.push_back(std::move(a));
+    if (auto it = assigned.find(a.content); it != assigned.end()) {
+      a.id = it->second;
+    } else if (auto v = t.by_token.find(a.content); v != t.by_token.end()) {
+      a.id = v->second;
+    } else {
+      a.id = max_id < 0 ? model_size : (max_id >= model_size ? max_id + 1 : model_size);
+    }
+    assigned[a.content] = a.id;
+    max_id = std::max(max_id, a.id);
+    if (a.special) special.insert(a.content);
+    by_id[a.id] = std::move(a);
+  }
+  for (auto& [id, a] : by_id) {
+    a.special = special.count(a.content) > 0;
+    t.added.push_back(a);
   }
   for (const AddedToken& a : t.added) {
     set_token(t, a.id, a.content);

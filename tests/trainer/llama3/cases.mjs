@@ -2,6 +2,8 @@
 // mixes of scripts, and optionally texts of vocabulary entries (the ignore_merges cases among them).
 // usage: node cases.mjs [TOKENIZER_JSON [EVERY_NTH_TOKEN]] > cases.json
 import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
 
 const cases = [
   // Literal checks and the empty string.
@@ -53,6 +55,11 @@ const cases = [
   '<|reserved_special_token_5|>', '<|reserved_special_token_247|>x', '<|BEGIN_OF_TEXT|>', '<|pad|>',
   '<|end_of_text|>', '### Response:\nThe answer.<|end_of_text|>', '<|python_tag|>print(1)<|eom_id|>',
   '<s></s><|endoftext|>', '<|begin_of_text|>\n', '\n<|begin_of_text|>',
+  // Added tokens of the variants (tests/trainer/llama3/variants.mjs): lstrip/rstrip, single_word, non-special.
+  'a [MASK] b', 'a  [MASK]  b', '[MASK][MASK]', ' [MASK]', '[MASK] ', 'x\t[MASK]\n y', 'use <tool> now', '<tool><tool>',
+  'wordy', 'a wordy b', 'swordy', 'wordyx', 'wordy!', '(wordy)', '_wordy', 'é', 'café latte', 'é  x', 'it is spaced  out',
+  ' spaced spaced ', '<|end', '<|end_of_text|> <|end', 'Hello<|begin_of_text|>world',
+  '<gap> <dup>  x', 'the other theme', '<dup><gap><|pad|>',
   // Prose.
   'The quick brown fox jumps over the lazy dog.',
   'In 1969, Apollo 11 landed on the Moon; Neil Armstrong said: "That\'s one small step for [a] man."',
@@ -82,7 +89,8 @@ for (let k = 0; k < 80; k++) {
   cases.push(s);
 }
 
-// Vocabulary entries as text: every Nth one plus those whose merges would not rebuild them.
+// Vocabulary entries as text: every Nth one, plus every entry whose merges alone would not rebuild it
+// (found by comparing Hugging Face's tokenizers with ignore_merges on and off): the ignore_merges cases.
 const [tokenizerPath, everyNth] = process.argv.slice(2);
 if (tokenizerPath) {
   const tj = JSON.parse(fs.readFileSync(tokenizerPath, 'utf8'));
@@ -94,9 +102,28 @@ if (tokenizerPath) {
   }
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const nth = Number(everyNth ?? 97);
+  const texts = [];
   for (const [token, id] of Object.entries(tj.model.vocab)) {
-    if (id % nth !== 0) continue;
-    try { cases.push(decoder.decode(Buffer.from([...token].map(c => byteOf.get(c))))); } catch { /* not UTF-8 */ }
+    try {
+      const text = decoder.decode(Buffer.from([...token].map(c => byteOf.get(c))));
+      texts.push(text);
+      if (id % nth === 0) cases.push(text);
+    } catch { /* not UTF-8 on its own */ }
+  }
+  if (tj.model.ignore_merges) {
+    const require = createRequire(path.join(process.cwd(), 'index.js'));
+    const { Tokenizer } = require('tokenizers');
+    const withIgnore = Tokenizer.fromString(JSON.stringify(tj));
+    tj.model.ignore_merges = false;
+    const without = Tokenizer.fromString(JSON.stringify(tj));
+    const a = await withIgnore.encodeBatch(texts, { addSpecialTokens: false });
+    const b = await without.encodeBatch(texts, { addSpecialTokens: false });
+    let found = 0;
+    for (let i = 0; i < texts.length; i++) {
+      if (a[i].getIds().join() !== b[i].getIds().join()) { cases.push(texts[i]); found++; }
+    }
+    console.error(`cases: ${found} vocabulary entries depend on ignore_merges`);
   }
 }
+console.error(`cases: ${cases.length} strings`);
 process.stdout.write(JSON.stringify(cases) + '\n');
