@@ -34,6 +34,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
   setup_run(app, ctx);
+  setup_node(app, ctx);
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;
