@@ -2,11 +2,13 @@
 // validated workload to submit_workload (cli/run_submit.cc).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <ostream>
 
 #include "cli/run_submit.h"
 #include "cli/verbs.h"
 #include "core/error.h"
+#include "core/snapshot.h"
 #include "core/workload.h"
 #include "core/workload_keys.h"
 #include "core/workload_plan.h"
@@ -35,6 +37,27 @@ nlohmann::json error_json(const std::vector<Diagnostic>& ds, const std::string& 
            {{"code", "INVALID_WORKLOAD"},
             {"message", std::to_string(errors) + (errors == 1 ? " error in " : " errors in ") + file},
             {"diagnostics", list}}}};
+}
+
+// Credential-like files and skipped entries in the snapshot are warnings: the run may still be right.
+std::vector<Diagnostic> snapshot_warnings(const SnapshotManifest& m, const std::string& file) {
+  std::vector<Diagnostic> out;
+  for (const auto& path : m.credential_like) {
+    Diagnostic d;
+    d.file = file;
+    d.severity = "warning";
+    d.message = "the snapshot includes '" + path + "', which looks like a credential";
+    d.hint = "if it is not meant to ship, add it to .airignore; use secrets for tokens";
+    out.push_back(d);
+  }
+  for (const auto& skipped : m.skipped) {
+    Diagnostic d;
+    d.file = file;
+    d.severity = "warning";
+    d.message = "the snapshot skips '" + skipped.path + "': " + skipped.reason;
+    out.push_back(d);
+  }
+  return out;
 }
 
 void run_workload(const RunOptions& opts, Context& ctx) {
@@ -69,6 +92,13 @@ void run_workload(const RunOptions& opts, Context& ctx) {
   PlanInput plan;
   plan.workload = &w;
   plan.overrides = r.notes;
+  std::optional<SnapshotManifest> manifest;
+  if (w.code_source) {
+    // Throws air::Error (exit 1) when the tree cannot be read: the workload itself was valid.
+    manifest = scan_snapshot(w.code_source->root_path_resolved, w.code_source->include_paths);
+    plan.snapshot = &*manifest;
+    for (const auto& d : snapshot_warnings(*manifest, opts.file)) warnings.push_back(d);
+  }
   plan.warnings = warnings;
   if (json) {
     *ctx.out << plan_to_json(plan).dump(2) << "\n";
@@ -80,8 +110,9 @@ void run_workload(const RunOptions& opts, Context& ctx) {
 }  // namespace
 
 bool run_field_help(const std::vector<std::string>& args, Context& ctx, int* code) {
-  if (args.size() < 3 || args[1] != "run") return false;
-  for (size_t i = 2; i + 1 < args.size(); ++i) {
+  auto verb = std::find(args.begin() + (args.empty() ? 0 : 1), args.end(), "run");
+  if (verb == args.end()) return false;
+  for (size_t i = static_cast<size_t>(verb - args.begin()) + 1; i + 1 < args.size(); ++i) {
     if (args[i] != "-h" && args[i] != "--help") continue;
     const std::string& path = args[i + 1];
     if (path != "config" && path.rfind("config.", 0) != 0) return false;

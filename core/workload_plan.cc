@@ -110,7 +110,7 @@ std::string render_plan_text(const PlanInput& in) {
                                     : fmt::format("  git commit {}\n", cs.git->commit);
     }
     if (const SnapshotManifest* m = in.snapshot) {
-      out += fmt::format("  {} files, {}\n", m->files.size(), human_bytes(m->total_bytes));
+      out += fmt::format("  {} {}, {}\n", m->files.size(), m->files.size() == 1 ? "file" : "files", human_bytes(m->total_bytes));
       if (!m->largest.empty()) {
         out += "  largest files:\n";
         for (size_t i = 0; i < m->largest.size() && i < 5; ++i)

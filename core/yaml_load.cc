@@ -2,7 +2,10 @@
 // yaml-cpp runs, yaml-cpp's errors rephrased in our words, and conversion into YamlNode with a depth and
 // node budget (aliases can refer to themselves or multiply content).
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
+
+#include <sstream>
 
 #include <algorithm>
 
@@ -263,6 +266,44 @@ void report_parser_error(const std::vector<YamlSource>& sources, int index, cons
   }
 }
 
+// Counts documents (and where the second starts) without building anything.
+struct DocumentCounter : YAML::EventHandler {
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (documents++ == 1) second = m;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+void report_second_document(const std::vector<YamlSource>& sources, int index, const YAML::Mark& m,
+                            DiagnosticSink& sink) {
+  const YamlSource& src = sources[index];
+  size_t pos = m.pos >= 0 ? static_cast<size_t>(m.pos) : 0;
+  if (pos < src.text.size() && src.text[pos] == ',') {
+    sink.add({index, m.line + 1, m.column + 1}, 1, "unexpected ',' outside a '[...]' or '{...}' collection",
+             "remove it, or quote a value that starts with ','");
+    return;
+  }
+  // Point at the '---' that starts the second document.
+  int line = m.line + 1;
+  for (int l = line; l >= 1; --l) {
+    if (src.line_text(l).rfind("---", 0) == 0) {
+      line = l;
+      break;
+    }
+  }
+  sink.add({index, line, 1}, 3, "the file holds more than one YAML document; a workload is a single document",
+           "remove the '---' separator and the documents after the first");
+}
+
 class Converter {
  public:
   Converter(int source, const YamlLimits& limits, DiagnosticSink& sink)
@@ -343,9 +384,20 @@ std::optional<YamlNode> load_yaml(const std::vector<YamlSource>& sources, int in
   }
   if (!check_bytes(sources, index, sink)) return std::nullopt;
   if (!check_flow_depth(sources, index, sink, limits.max_depth)) return std::nullopt;
-  std::vector<YAML::Node> docs;
+  YAML::Node doc;
+  DocumentCounter counter;
   try {
-    docs = YAML::LoadAll(src.text);
+    // YAML::LoadAll loops forever on a stray top-level ',' (yaml-cpp 0.7): count at most two documents
+    // with a bounded loop instead, then build only the first.
+    std::istringstream in(src.text);
+    YAML::Parser parser(in);
+    for (int i = 0; i < 2 && parser.HandleNextDocument(counter); ++i) {
+    }
+    if (counter.documents > 1) {
+      report_second_document(sources, index, counter.second, sink);
+      return std::nullopt;
+    }
+    doc = YAML::Load(src.text);
   } catch (const YAML::DeepRecursion& e) {
     sink.add({index, e.mark.line + 1, e.mark.column + 1}, 1,
              fmt::format("nesting is deeper than {} levels", limits.max_depth),
@@ -358,24 +410,10 @@ std::optional<YamlNode> load_yaml(const std::vector<YamlSource>& sources, int in
     sink.add_unlocated(src.name, "could not read the YAML: internal parser failure", "");
     return std::nullopt;
   }
-  if (docs.empty()) return YamlNode{};
-  if (docs.size() > 1) {
-    // Point at the '---' that starts the second document.
-    int line = docs[1].Mark().line + 1;
-    for (int l = line; l >= 1; --l) {
-      if (src.line_text(l).rfind("---", 0) == 0) {
-        line = l;
-        break;
-      }
-    }
-    sink.add({index, line, 1}, 3,
-             fmt::format("the file holds {} YAML documents; a workload is a single document", docs.size()),
-             "remove the '---' separator and the documents after the first");
-    return std::nullopt;
-  }
+  if (counter.documents == 0) return YamlNode{};
   YamlNode root;
   Converter conv(index, limits, sink);
-  if (!conv.convert(docs[0], root, 0)) return std::nullopt;
+  if (!conv.convert(doc, root, 0)) return std::nullopt;
   return root;
 }
 

@@ -217,6 +217,15 @@ TEST_CASE("hostile input fails cleanly") {
                          "  hint: pass the workload YAML file (UTF-8 text)\n"
                          "air: 1 error in train.yaml; nothing was submitted\n");
   }
+  SECTION("a stray top-level ',' (yaml-cpp's LoadAll would loop forever)") {
+    CHECK(rendered(parse("[a]\n, b\n")) == R"(train.yaml:2:1: error: unexpected ',' outside a '[...]' or '{...}' collection
+, b
+^
+  hint: remove it, or quote a value that starts with ','
+air: 1 error in train.yaml; nothing was submitted
+)");
+    CHECK(parse(",").diagnostics.size() == 1);
+  }
   SECTION("comments only") {
     CHECK(rendered(parse("# nothing\n\n  # here\n")) ==
           "train.yaml: error: the workload file is empty\n"

@@ -338,7 +338,7 @@ command: python train.py
 ---
 experiment_name: other
 )") ==
-        R"(train.yaml:4:1: error: the file holds 2 YAML documents; a workload is a single document
+        R"(train.yaml:4:1: error: the file holds more than one YAML document; a workload is a single document
 ---
 ^~~
   hint: remove the '---' separator and the documents after the first
