@@ -38,7 +38,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   setup_list(app, ctx);
   setup_cancel(app, ctx);
   setup_server(app, ctx);
-  // setup_node(app, ctx);  (helper `agent`)
+  setup_node(app, ctx);
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   if (!rev.empty()) rev.pop_back();  // program name
