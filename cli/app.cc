@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/run_submit.h"
 #include "cli/verbs.h"
 #include "core/error.h"
 
@@ -39,6 +40,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   setup_cancel(app, ctx);
   setup_server(app, ctx);
   setup_node(app, ctx);
+
+  // `air run -h config.<path>` is field help, not CLI11's -h flag.
+  if (int code = 0; run_field_help(args, ctx, &code)) return code;
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   if (!rev.empty()) rev.pop_back();  // program name

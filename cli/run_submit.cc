@@ -53,17 +53,8 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
                 "exclude them with a pattern per line in " + cs.root_path_resolved +
                     "/.airignore (or .gitignore), or raise the limit with AIR_MAX_SNAPSHOT_MB");
   }
-  std::string dir = air_home() + "/snapshots";
-  fs::create_directories(dir);
-  std::string tmp = fmt::format("{}/upload-{}.tar", dir, ::getpid());
-  SnapshotArchive a = write_snapshot_archive(m, tmp);
-  struct Cleanup {
-    std::string p;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!p.empty()) fs::remove(p, ec);
-    }
-  } cleanup{a.path == tmp ? tmp : std::string()};
+  // The cache makes an unchanged tree cost a scan only: no file is read, no archive written.
+  SnapshotArchive a = snapshot_with_cache(m, air_home() + "/cache/snapshots");
   u.digest = a.sha256;
   u.bytes = a.bytes;
   std::string path = std::string(api::kPrefix) + "/snapshots/" + a.sha256;
