@@ -33,6 +33,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
   setup_run(app, ctx);
+  setup_node(app, ctx);
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   if (!rev.empty()) rev.pop_back();  // program name

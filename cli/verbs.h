@@ -16,5 +16,6 @@ struct Context {
 };
 
 void setup_run(CLI::App& app, Context& ctx);
+void setup_node(CLI::App& app, Context& ctx);
 
 }  // namespace air::cli
