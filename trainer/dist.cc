@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <exception>
 #include <thread>
 
 #include "core/error.h"
@@ -70,6 +71,8 @@ class C10dDist : public Dist {
 
   ~C10dDist() override {
     // Rank 0 hosts the store: leaving before the others are done with it would fail their last calls.
+    // Not while unwinding from an error, when the others may never arrive.
+    if (std::uncaught_exceptions() > 0) return;
     try {
       barrier();
     } catch (...) {

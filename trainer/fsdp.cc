@@ -165,17 +165,21 @@ at::Tensor Fsdp::backward_unit(size_t index, const at::Tensor& x, bool x_needs_g
     at::Tensor out = fn(input);
     std::vector<at::Tensor> inputs;
     if (x_needs_grad) inputs.push_back(input);
-    for (auto& p : unit.params) inputs.push_back(p.tensor);
-    grads = torch::autograd::grad({out}, inputs, {grad_out}, /*retain_graph=*/false, /*create_graph=*/false,
-                                  /*allow_unused=*/true);
-    if (x_needs_grad) grad_x = grads[0];
+    std::vector<size_t> trained;  // frozen parameters get no gradient
+    for (size_t i = 0; i < unit.params.size(); ++i)
+      if (unit.params[i].tensor.requires_grad()) inputs.push_back(unit.params[i].tensor), trained.push_back(i);
+    if (inputs.empty()) inputs.push_back(unit.trigger);  // nothing trains here; keep autograd happy
+    auto got = torch::autograd::grad({out}, inputs, {grad_out}, /*retain_graph=*/false, /*create_graph=*/false,
+                                     /*allow_unused=*/true);
+    if (x_needs_grad) grad_x = got[0];
+    grads.assign(unit.params.size(), at::Tensor());
+    for (size_t k = 0; k < trained.size(); ++k) grads[trained[k]] = got[k + (x_needs_grad ? 1 : 0)];
   }
   at::Tensor flat = at::zeros({unit.padded}, opts(config_.reduce_dtype, config_.device));
   {
     at::NoGradGuard no_grad;
-    size_t first = x_needs_grad ? 1 : 0;
     for (size_t i = 0; i < unit.params.size(); ++i) {
-      const at::Tensor& g = grads[first + i];
+      const at::Tensor& g = grads[i];
       if (g.defined()) flat.narrow(0, unit.params[i].offset, unit.params[i].numel).copy_(g.reshape(-1));
     }
   }
@@ -259,13 +263,14 @@ void Fsdp::zero_grad() {
   }
 }
 
-NamedTensors Fsdp::gather_full_params(size_t index, c10::ScalarType dtype) {
+NamedTensors Fsdp::gather_full_params(size_t index, c10::ScalarType dtype, bool keep) {
   at::NoGradGuard no_grad;
   FsdpUnit& unit = *units_.at(index);
   // Gather in the master dtype so a consolidated checkpoint keeps full precision before the final cast.
   at::Tensor full = at::empty({unit.padded}, opts(unit.master.scalar_type(), config_.device));
   dist_.all_gather(full, unit.master).wait();
   NamedTensors out;
+  if (!keep) return out;
   for (const auto& p : unit.params)
     out.emplace_back(p.name, full.narrow(0, p.offset, p.numel).view(p.shape).to(at::kCPU, dtype).clone());
   return out;

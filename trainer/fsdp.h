@@ -100,8 +100,9 @@ class Fsdp {
   void step(const AdamWConfig& adamw);
   void zero_grad();
 
-  // Collective: every rank calls it; returns the unit's full parameters (CPU, `dtype`) by name.
-  NamedTensors gather_full_params(size_t unit, c10::ScalarType dtype);
+  // Collective: every rank calls it; returns the unit's full parameters (CPU, `dtype`) by name, or nothing
+  // where keep is false (ranks that only take part in the gather).
+  NamedTensors gather_full_params(size_t unit, c10::ScalarType dtype, bool keep = true);
 
   Dist& dist() { return dist_; }
   const FsdpConfig& config() const { return config_; }
