@@ -34,6 +34,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
   setup_run(app, ctx);
+  setup_get(app, ctx);
+  setup_logs(app, ctx);
+  setup_list(app, ctx);
+  setup_cancel(app, ctx);
+  setup_server(app, ctx);
   setup_node(app, ctx);
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
