@@ -89,7 +89,7 @@ TEST_CASE("scan: .airignore overrides .gitignore both ways", "[snapshot]") {
   CHECK(excluded_by(m, "sub/.airignore:1") == 1);
 }
 
-TEST_CASE("scan: include_paths restrict the walk; ignore rules still apply inside them", "[snapshot]") {
+TEST_CASE("scan: include_paths restrict the walk and ignore rules still apply inside them", "[snapshot]") {
   TempDir dir;
   write_file(dir / ".gitignore", "*.pyc\nsrc/gen/\n");
   write_file(dir / "src/a.py", "a");
@@ -344,7 +344,7 @@ TEST_CASE("archive: round trip through unpack keeps contents, modes and links", 
   CHECK(std::distance(std::filesystem::directory_iterator(out.path()), {}) == 2);
 }
 
-TEST_CASE("cache: an unchanged tree reuses the archive; any change rebuilds it", "[snapshot][cache]") {
+TEST_CASE("cache: an unchanged tree reuses the archive and any change rebuilds it", "[snapshot][cache]") {
   TempDir dir, cache;
   make_project(dir);
   set_old_mtimes(dir.path());
@@ -528,7 +528,7 @@ TEST_CASE("unpack: hard links to earlier files, folders and './' entries are fin
   CHECK(read_file(dir / "code/d/l") == "data");
 }
 
-TEST_CASE("unpack: the destination must be new or empty; corrupt archives fail cleanly", "[snapshot][unpack]") {
+TEST_CASE("unpack: the destination must be new or empty and corrupt archives fail cleanly", "[snapshot][unpack]") {
   TempDir dir;
   craft(dir / "ok.tar", {file("f", "data")});
   write_file(dir / "busy/old", "old");
@@ -545,4 +545,25 @@ TEST_CASE("unpack: the destination must be new or empty; corrupt archives fail c
   CHECK_FALSE(std::filesystem::exists(dir / "cut"));
   write_file(dir / "garbage", "this is not an archive at all");
   CHECK(error_of([&] { air::unpack_snapshot(dir / "garbage", dir / "g"); }).rfind("cannot read snapshot archive", 0) == 0);
+}
+
+TEST_CASE("archive: progress is reported and can abort cleanly", "[snapshot][archive]") {
+  TempDir dir, out;
+  write_file(dir / "big.bin", std::string(20 << 20, 'z'));
+  write_file(dir / "small.txt", "s");
+  air::SnapshotManifest m = air::scan_snapshot(dir.path(), {});
+  std::vector<uint64_t> seen;
+  air::write_snapshot_archive(m, out / "a.tar.zst", [&](uint64_t done, uint64_t total) {
+    CHECK(total == m.total_bytes);
+    seen.push_back(done);
+  });
+  REQUIRE(seen.size() >= 2);
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(seen.back() == m.total_bytes);
+
+  CHECK(error_of([&] {
+          air::write_snapshot_archive(m, out / "b.tar.zst", [](uint64_t, uint64_t) { throw air::Error("interrupted"); });
+        }) == "interrupted");
+  CHECK_FALSE(std::filesystem::exists(out / "b.tar.zst"));
+  CHECK(std::distance(std::filesystem::directory_iterator(out.path()), {}) == 1);
 }
