@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,9 +65,13 @@ Error archive_error(struct archive* a, const std::string& what) {
 
 // zstd's output does not depend on the number of workers once there is at least one, so the digest is
 // the same on every machine; more threads only make it faster.
+// The CPUs this process may run on (taskset, cgroup cpusets), not all the machine has.
 int zstd_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp(n, 1u, 8u));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(n, 1, 8);
 }
 
 ArchivePtr open_writer(Sink* sink) {
