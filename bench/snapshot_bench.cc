@@ -1,7 +1,11 @@
 // Helper for bench/snapshot.sh: generates a synthetic project tree, and times air's snapshot of it
 // (scan + archive + digest, through the cache) in-process.
 //   snapshot_bench generate DIR TOTAL_MB FILES [SEED]
-//   snapshot_bench snapshot ROOT CACHE_DIR      -> "<seconds> <scan_seconds> <files> <bytes> <archive_bytes> <reused> <sha256>"
+//   snapshot_bench snapshot ROOT CACHE_DIR
+//     prints "<seconds> <scan_seconds> <files> <bytes> <archive_bytes> <reused> <sha256> <cpu_seconds>"
+// cpu_seconds is user + system time of every thread (zstd's workers included).
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -96,9 +100,13 @@ int snapshot(const std::string& root, const std::string& cache) {
   bool reused = false;
   air::SnapshotArchive a = air::snapshot_with_cache(m, cache, &reused);
   double total = seconds_since(t0);
-  std::printf("%.4f %.4f %zu %llu %llu %d %s\n", total, scan, m.files.size(),
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  std::printf("%.4f %.4f %zu %llu %llu %d %s %.4f\n", total, scan, m.files.size(),
               static_cast<unsigned long long>(m.total_bytes), static_cast<unsigned long long>(a.bytes), reused ? 1 : 0,
-              a.sha256.c_str());
+              a.sha256.c_str(), cpu);
   return 0;
 }
 

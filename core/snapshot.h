@@ -2,6 +2,7 @@
 // .airignore), a manifest of them for the dry-run, and a deterministic archive named by its SHA-256.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ struct SnapshotArchive {
 // Written to a temporary file next to out_path and renamed: never a half-written archive.
 SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path);
 
+// Called while the archive is written with the content bytes done so far and the total (for a progress
+// bar: after each file, and every few MB inside large ones). Throwing from it aborts cleanly.
+using SnapshotProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
+SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path,
+                                       const SnapshotProgress& progress);
+
 // A digest of the scanned tree's metadata (paths, sizes, modes, link targets, mtime/ctime, inodes): equal
 // fingerprints mean the archive would be the same, without reading a byte of content.
 std::string snapshot_fingerprint(const SnapshotManifest& m);
@@ -71,7 +78,7 @@ std::string snapshot_fingerprint(const SnapshotManifest& m);
 // archive written last time (cache_dir/<sha256>.tar.zst) without reading any file. Keeps the few most
 // recently used archives. `reused` (optional) tells whether the cache answered.
 SnapshotArchive snapshot_with_cache(const SnapshotManifest& m, const std::string& cache_dir,
-                                    bool* reused = nullptr);
+                                    bool* reused = nullptr, const SnapshotProgress& progress = {});
 
 struct UnpackLimits {
   uint64_t max_total_bytes = 8ull << 30;

@@ -3,12 +3,14 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -63,9 +65,13 @@ Error archive_error(struct archive* a, const std::string& what) {
 
 // zstd's output does not depend on the number of workers once there is at least one, so the digest is
 // the same on every machine; more threads only make it faster.
+// The CPUs this process may run on (taskset, cgroup cpusets), not all the machine has.
 int zstd_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp(n, 1u, 8u));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(n, 1, 8);
 }
 
 ArchivePtr open_writer(Sink* sink) {
@@ -112,7 +118,8 @@ Error changed_error(const SnapshotFile& f) {
 }
 
 // Streams one regular file's bytes into the archive; it must still be the file the scan saw.
-void copy_content(struct archive* a, int root_fd, const SnapshotFile& f, std::vector<char>& buf) {
+void copy_content(struct archive* a, int root_fd, const SnapshotFile& f, std::vector<char>& buf,
+                  const std::function<void(uint64_t)>& advance) {
   int fd = ::openat(root_fd, f.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) throw Error("cannot read '" + f.path + "': " + std::strerror(errno));
   std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* p) { ::close(*p); });
@@ -128,6 +135,7 @@ void copy_content(struct archive* a, int root_fd, const SnapshotFile& f, std::ve
     if (n == 0) throw changed_error(f);  // shrank after the scan: the header already promised f.size
     if (archive_write_data(a, buf.data(), static_cast<size_t>(n)) < 0) throw archive_error(a, f.path);
     left -= static_cast<uint64_t>(n);
+    advance(static_cast<uint64_t>(n));
   }
 }
 
@@ -139,6 +147,11 @@ std::string temp_name_for(const std::string& out_path) {
 }  // namespace
 
 SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path) {
+  return write_snapshot_archive(m, out_path, SnapshotProgress{});
+}
+
+SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path,
+                                       const SnapshotProgress& progress) {
   int root_fd = ::open(m.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0) throw Error("cannot read snapshot root '" + m.root + "': " + std::strerror(errno));
   std::unique_ptr<int, void (*)(int*)> root_guard(&root_fd, [](int* p) { ::close(*p); });
@@ -150,10 +163,18 @@ SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::str
   try {
     ArchivePtr a = open_writer(&sink);
     std::vector<char> buf(1 << 20);
+    uint64_t done = 0, reported = 0;
+    auto advance = [&](uint64_t n) {
+      done += n;
+      if (progress && done - reported >= (8u << 20)) {
+        reported = done;
+        progress(done, m.total_bytes);
+      }
+    };
     for (const SnapshotFile& f : m.files) {
       EntryPtr e = make_entry(f);
       if (archive_write_header(a.get(), e.get()) < ARCHIVE_WARN) throw archive_error(a.get(), f.path);
-      if (!f.symlink) copy_content(a.get(), root_fd, f, buf);
+      if (!f.symlink) copy_content(a.get(), root_fd, f, buf, advance);
     }
     if (archive_write_close(a.get()) != ARCHIVE_OK) throw archive_error(a.get(), "close");
     if (sink.error) throw Error("cannot write '" + out_path + "': " + std::strerror(sink.error));
@@ -169,6 +190,7 @@ SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::str
     ::unlink(tmp.c_str());
     throw;
   }
+  if (progress) progress(m.total_bytes, m.total_bytes);
   return SnapshotArchive{out_path, sink.hash.hex_digest(), sink.bytes};
 }
 

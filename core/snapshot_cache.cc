@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -74,6 +75,10 @@ void prune(const std::string& dir) {
       archives.emplace_back(e.last_write_time(ec), e.path());
     } else if (name.size() > 6 && name.substr(name.size() - 6) == ".entry") {
       entries.push_back(e.path());
+    } else if (name.find(".tmp-") != std::string::npos || name.rfind("writing-", 0) == 0) {
+      // Left by a process that died mid-write; an hour is far longer than any archive takes.
+      auto age = fs::file_time_type::clock::now() - e.last_write_time(ec);
+      if (!ec && age > std::chrono::hours(1)) fs::remove(e.path(), ec);
     }
   }
   if (archives.size() <= kKeepArchives) return;
@@ -105,7 +110,8 @@ std::string snapshot_fingerprint(const SnapshotManifest& m) {
   return h.hex_digest();
 }
 
-SnapshotArchive snapshot_with_cache(const SnapshotManifest& m, const std::string& cache_dir, bool* reused) {
+SnapshotArchive snapshot_with_cache(const SnapshotManifest& m, const std::string& cache_dir, bool* reused,
+                                    const SnapshotProgress& progress) {
   if (reused) *reused = false;
   std::error_code ec;
   fs::create_directories(cache_dir, ec);
@@ -126,7 +132,7 @@ SnapshotArchive snapshot_with_cache(const SnapshotManifest& m, const std::string
 
   std::random_device rd;
   std::string scratch = cache_dir + "/writing-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
-  SnapshotArchive a = write_snapshot_archive(m, scratch);
+  SnapshotArchive a = write_snapshot_archive(m, scratch, progress);
   std::string final_path = archive_path(cache_dir, a.sha256);
   if (::rename(scratch.c_str(), final_path.c_str()) != 0) {
     int err = errno;

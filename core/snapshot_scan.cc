@@ -142,7 +142,7 @@ class Walker {
  public:
   Walker(SnapshotManifest& m, std::string real_root) : m_(m), real_root_(std::move(real_root)) {}
 
-  void walk(int fd, const std::string& rel, bool explicit_scope);
+  void walk(int fd, const std::string& rel, bool inside);
   const IgnoreStack& stack() const { return stack_; }
   const std::vector<uint64_t>& counts() const { return counts_; }
 
@@ -174,8 +174,8 @@ Walker::Scope Walker::child_scope(const std::string& path) const {
   return best;
 }
 
-// rel is "" for the root, else "a/b/". explicit_scope: everything below is included on purpose
-// (inside an include path), as opposed to a folder we only pass through on the way to one.
+// rel is "" for the root, else "a/b/". inside: the folder is within the snapshot's scope (the root, or
+// inside an include path), as opposed to a folder we only pass through on the way to an include path.
 void Walker::walk(int fd, const std::string& rel, bool inside) {
   int dirfd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // list_dir consumes fd; the *at calls need their own
   if (dirfd < 0) throw read_error("directory '" + rel + "'", errno);

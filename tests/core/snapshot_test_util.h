@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
+
+#include "core/error.h"
 
 namespace air::test {
 
@@ -55,6 +58,16 @@ inline std::string run_shell(const std::string& cmd) {
   int rc = ::pclose(p);
   if (rc != 0) throw std::runtime_error("command failed (" + std::to_string(rc) + "): " + cmd);
   return out;
+}
+
+// The message of the air::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const air::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 inline std::string shell_quote(const std::string& s) {
