@@ -1,11 +1,42 @@
 // Rendering diagnostics in GCC form and carrying them over JSON (server-side errors render like local ones).
 #include "core/diagnostics.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace air {
 
 namespace {
+
+// Very long lines (minified or generated YAML) show a window around the caret.
+constexpr int kMaxShownColumns = 160;
+
+std::vector<std::string> split_code_points(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xC0) == 0x80 && !out.empty()) out.back() += s[i];
+    else out.emplace_back(1, s[i]);
+  }
+  return out;
+}
+
+Diagnostic windowed(const Diagnostic& in) {
+  std::vector<std::string> cps = split_code_points(in.source_line);
+  int n = static_cast<int>(cps.size());
+  if (n <= kMaxShownColumns) return in;
+  Diagnostic d = in;
+  int start = std::max(0, in.column - 1 - kMaxShownColumns / 2);
+  int end = std::min(n, start + kMaxShownColumns);
+  std::string line = start > 0 ? "..." : "";
+  for (int i = start; i < end; ++i) line += cps[static_cast<size_t>(i)];
+  if (end < n) line += "...";
+  d.source_line = line;
+  d.column = in.column - start + (start > 0 ? 3 : 0);
+  d.length = std::max(1, std::min(in.length, end - (in.column - 1)));
+  return d;
+}
 
 std::string caret_line(const Diagnostic& d) {
   std::string out;
@@ -36,8 +67,9 @@ std::string render(const Diagnostic& d) {
   if (d.line > 0) {
     out = fmt::format("{}:{}:{}: {}: {}\n", d.file, d.line, d.column, d.severity, d.message);
     if (!d.source_line.empty()) {
-      out += d.source_line + "\n";
-      out += caret_line(d) + "\n";
+      Diagnostic shown = windowed(d);
+      out += shown.source_line + "\n";
+      out += caret_line(shown) + "\n";
     }
   } else {
     out = fmt::format("{}: {}: {}\n", d.file, d.severity, d.message);

@@ -139,9 +139,11 @@ void WorkloadDecoder::decode_compute(Entry e, Compute& c) {
             acc ? fmt::format("{} has {} per node; use a multiple of it", acc->name, acc->per_node) : "");
     } else if (acc && *n % acc->per_node != 0) {
       long long lo = *n / acc->per_node * acc->per_node, hi = lo + acc->per_node;
-      std::string hint = lo > 0 ? fmt::format("use {} ({} nodes) or {} ({} nodes)", lo, lo / acc->per_node, hi,
-                                              hi / acc->per_node)
-                                : fmt::format("use {} (1 node)", hi);
+      auto nodes = [&](long long v) {
+        long long k = v / acc->per_node;
+        return fmt::format("{} ({} {})", v, k, k == 1 ? "node" : "nodes");
+      };
+      std::string hint = lo > 0 ? fmt::format("use {} or {}", nodes(lo), nodes(hi)) : "use " + nodes(hi);
       error(*num.value,
             fmt::format("'compute.num_accelerators' must be a multiple of {} for {} ({} per node), found {}",
                         acc->per_node, acc->name, acc->per_node, *n),

@@ -4,6 +4,8 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/yaml_tree.h"
@@ -52,6 +54,16 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return n;
 }
 
+// Many bytes that are neither printable ASCII nor whitespace in the first KiB: not a text file.
+bool looks_binary(std::string_view t) {
+  size_t n = std::min<size_t>(t.size(), 1024), odd = 0;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(t[i]);
+    odd += (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x80;
+  }
+  return odd * 10 > n * 3;
+}
+
 // First byte-level problem: NUL (binary file), invalid UTF-8, or a control character YAML forbids.
 bool check_bytes(const std::vector<YamlSource>& sources, int index, DiagnosticSink& sink) {
   const std::string& t = sources[index].text;
@@ -60,11 +72,22 @@ bool check_bytes(const std::vector<YamlSource>& sources, int index, DiagnosticSi
     LineCol lc;
     if (c == 0) {
       lc = line_col_at(t, i);
-      sink.add({index, lc.line, lc.column}, 1, "this looks like a binary file: it contains a NUL byte",
-               "a workload file is YAML text (UTF-8)");
+      sink.add_unlocated(sources[index].name,
+                         fmt::format("this is not a YAML text file: it contains a NUL byte (line {}, column {})",
+                                     lc.line, lc.column),
+                         "pass the workload YAML file (UTF-8 text)");
       return false;
     }
     size_t n = utf8_sequence_length(t, i);
+    if (n == 0 && looks_binary(t)) {
+      lc = line_col_at(t, i);
+      sink.add_unlocated(sources[index].name,
+                         fmt::format("this is not a YAML text file: it looks binary (first invalid UTF-8 byte "
+                                     "0x{:02X} at line {}, column {})",
+                                     c, lc.line, lc.column),
+                         "pass the workload YAML file");
+      return false;
+    }
     if (n == 0) {
       lc = line_col_at(t, i);
       sink.add({index, lc.line, lc.column}, 1, fmt::format("invalid UTF-8: byte 0x{:02X} is not valid here", c),
@@ -173,6 +196,31 @@ bool explain_by_indentation(const YamlSource& src, int index, int error_line, Di
   return false;
 }
 
+// The last '[' or '{' still open at byte `end`, skipping quoted text and comments.
+std::optional<YamlPos> unclosed_bracket(const std::string& t, int end, int index) {
+  std::vector<size_t> open;
+  char quote = 0;
+  bool comment = false;
+  size_t stop = std::min(t.size(), static_cast<size_t>(std::max(end, 0)));
+  for (size_t i = 0; i < stop; ++i) {
+    char c = t[i];
+    if (c == '\n') comment = false;
+    if (comment) continue;
+    if (quote) {
+      if (quote == '"' && c == '\\') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '#' && (i == 0 || t[i - 1] == ' ' || t[i - 1] == '\n')) comment = true;
+    else if ((c == '"' || c == '\'') && (i == 0 || std::string_view(" \t\n[{,:").find(t[i - 1]) != std::string_view::npos)) quote = c;
+    else if (c == '[' || c == '{') open.push_back(i);
+    else if ((c == ']' || c == '}') && !open.empty()) open.pop_back();
+  }
+  if (open.empty()) return std::nullopt;
+  LineCol lc = line_col_at(t, open.back());
+  return YamlPos{index, lc.line, lc.column};
+}
+
 void report_parser_error(const std::vector<YamlSource>& sources, int index, const YAML::ParserException& e,
                          DiagnosticSink& sink) {
   const YamlSource& src = sources[index];
@@ -185,12 +233,11 @@ void report_parser_error(const std::vector<YamlSource>& sources, int index, cons
   if (starts("illegal map value")) {
     sink.add(pos, 0, "unexpected ':' here: a mapping value is not allowed in this position",
              "if the value itself contains ': ', put it in quotes");
-  } else if (starts("end of sequence flow not found")) {
-    sink.add(pos, 1, "expected ',' or ']' in a flow sequence ('[...]'), found something else",
-             "close the list with ']' (or add the missing ',')");
-  } else if (starts("end of map flow not found")) {
-    sink.add(pos, 1, "expected ',' or '}' in a flow mapping ('{...}'), found something else",
-             "close the mapping with '}' (or add the missing ',')");
+  } else if (starts("end of sequence flow not found") || starts("end of map flow not found")) {
+    bool seq = starts("end of sequence flow not found");
+    YamlPos open = unclosed_bracket(src.text, e.mark.pos, index).value_or(pos);
+    sink.add(open, 1, fmt::format("this '{}' is never closed", seq ? '[' : '{'),
+             seq ? "close the list with ']' (or add the missing ',')" : "close the mapping with '}' (or add the missing ',')");
   } else if (starts("end of map not found") || starts("end of sequence not found")) {
     sink.add(pos, 0, "this line does not fit the block above it: expected a key of the same mapping or "
                      "a '- ' item of the same list",
@@ -313,8 +360,15 @@ std::optional<YamlNode> load_yaml(const std::vector<YamlSource>& sources, int in
   }
   if (docs.empty()) return YamlNode{};
   if (docs.size() > 1) {
-    const YAML::Mark m = docs[1].Mark();
-    sink.add({index, m.line + 1, 1}, 3,
+    // Point at the '---' that starts the second document.
+    int line = docs[1].Mark().line + 1;
+    for (int l = line; l >= 1; --l) {
+      if (src.line_text(l).rfind("---", 0) == 0) {
+        line = l;
+        break;
+      }
+    }
+    sink.add({index, line, 1}, 3,
              fmt::format("the file holds {} YAML documents; a workload is a single document", docs.size()),
              "remove the '---' separator and the documents after the first");
     return std::nullopt;
