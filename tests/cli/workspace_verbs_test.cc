@@ -52,7 +52,7 @@ struct Home {
 
 TEST_CASE("cli: the local workspace starts on demand, is reused, reports its status and stops") {
   Home h;
-  auto st = air_cli({"air", "server", "status"});
+  auto st = air_cli({"server", "status"});
   CHECK(st.code == 1);
   CHECK(st.out.find("local workspace: not running") != std::string::npos);
   auto l = air_cli({"list"});
