@@ -13,7 +13,7 @@ MB="${1:-200}"
 tmp="$(mktemp -d /tmp/air-bench-logs-XXXXXX)"
 export AIR_HOME="$tmp/home" AIR_CONFIG_FILE="$tmp/none"
 unset AIR_HOST AIR_TOKEN
-trap '"$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+trap '"$AIR" cancel --all -y >/dev/null 2>&1 || true; sleep 1; "$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 cat > "$tmp/latency.yaml" <<'YAML'
 experiment_name: bench-log-latency
