@@ -9,7 +9,7 @@ N="${1:-20}"
 tmp="$(mktemp -d /tmp/air-bench-launch-XXXXXX)"
 export AIR_HOME="$tmp/home" AIR_CONFIG_FILE="$tmp/none"
 unset AIR_HOST AIR_TOKEN
-trap '"$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+trap '"$AIR" cancel --all -y >/dev/null 2>&1 || true; sleep 1; "$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 mkdir -p "$tmp/proj"
 for i in $(seq 1 50); do head -c 2000 /dev/urandom | base64 > "$tmp/proj/file$i.txt"; done

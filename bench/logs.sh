@@ -13,7 +13,7 @@ MB="${1:-200}"
 tmp="$(mktemp -d /tmp/air-bench-logs-XXXXXX)"
 export AIR_HOME="$tmp/home" AIR_CONFIG_FILE="$tmp/none"
 unset AIR_HOST AIR_TOKEN
-trap '"$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+trap '"$AIR" cancel --all -y >/dev/null 2>&1 || true; sleep 1; "$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 cat > "$tmp/latency.yaml" <<'YAML'
 experiment_name: bench-log-latency
@@ -67,6 +67,6 @@ for node in (0, 1):
     size = os.path.getsize(f"{tmp}/dl/{run['run_id']}/attempt_1/node_{node}.log")
     check = open(f"{tmp}/check{node}.txt").read().strip()
     print(f"{f'node {node}: {size/1e6:.0f} MB of lines, MB/s':<48}{size/1e6/secs:>14.1f}{'>= 50':>12}")
-    print(f"{f'node {node}: checker':<48}{check:>14}{'0 lost, 0 dup':>12}")
+    print(f"{f'node {node}: checker (target 0 lost, 0 dup)':<48}{check:>14}")
 print(f"{'run state':<48}{run['state']:>14}")
 PY

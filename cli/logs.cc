@@ -138,6 +138,10 @@ void run_logs(const LogsFlags& f, Context& ctx, bool node_given) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     r = fetch_run(c, f.id);
   }
+  if (r.attempts.empty() && !is_run_terminal(r.state)) {
+    *ctx.err << "Run " << f.id << " has not started yet (" << r.state << "): no logs so far\n";
+    return;
+  }
   if (r.attempts.empty()) {
     if (ctx.global.output == "json")
       *ctx.out << nlohmann::json{{"type", "ERROR"}, {"line", "no logs: run ended " + r.state}}.dump() << "\n";

@@ -259,7 +259,8 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   Workspace ws(wo, std::make_unique<LocalBackend>(o.air_binary));
-  Api(*srv, ws).install();
+  Api api(*srv, ws);  // lives as long as the server: the routes capture it
+  api.install();
 
   int port = o.port;
   if (port == 0 && o.prefer_port > 0 && srv->bind_to_port(o.host, o.prefer_port)) port = o.prefer_port;

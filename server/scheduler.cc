@@ -114,6 +114,9 @@ void Workspace::finish_attempt(RunRecord& r) {
     if (r.agent_pids[n] > 0) lingering_.push_back({r.agent_pids[n], now() + opts_.stop_grace_ms});
   release_gpus(r);
   store_.delete_tokens(fmt::format("run:{}:{}", r.info.run_id, a->number));
+  for (auto it = tokens_.begin(); it != tokens_.end();)
+    it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a->number ? tokens_.erase(it)
+                                                                                                      : std::next(it);
   std::string kind = r.stop_kind;
   auto end_run = [&](const std::string& state, const std::string& message) {
     a->state = state;
@@ -173,8 +176,8 @@ void Workspace::tick() {
 void Workspace::tick_run(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   if (!a || r.stop_kind == "retry") {
-    if (r.stop_kind == "retry") r.stop_kind.clear();
-    try_start_attempt(r);
+    // try_start_attempt clears stop_kind once the new attempt is under way; until then the run waits.
+    if (try_start_attempt(r)) save(r);
     return;
   }
   if (attempt_ended(*a)) return;

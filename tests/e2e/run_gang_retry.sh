@@ -32,7 +32,8 @@ done
 json_get "$E2E_TMP/run.json" '"\n".join(d["attempts"][2]["failing_lines"])' | grep -q "about to fail" ||
   fail "the failing node's last lines were not recorded"
 for k in 1 2 3; do
-  "$AIR" logs "$id" --attempt $k --node 0 | grep -qx "attempt $k node 0" || fail "attempt $k's log of node 0 is wrong"
+  "$AIR" logs "$id" --attempt $k --node 0 > "$E2E_TMP/a$k.log" || true   # exits 1: the run FAILED
+  grep -qx "attempt $k node 0" "$E2E_TMP/a$k.log" || fail "attempt $k's log of node 0 is wrong: $(cat "$E2E_TMP/a$k.log")"
 done
 "$AIR" get run "$id" | grep -q "first failing node: 1 (exit code 3)" || fail "air get run does not name the failing node"
 ! "$AIR" logs "$id" --node 1 >/dev/null || fail "air logs of a FAILED run should exit non-zero"

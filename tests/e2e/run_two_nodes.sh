@@ -51,7 +51,7 @@ for n in 0 1; do
   grep -qx "MASTER_ADDR=127.0.0.1" "$log" || fail "node $n: MASTER_ADDR wrong"
   grep -qx "GREETING=hello there" "$log" || fail "node $n: env_variables missing"
   grep -qx "DATA=marker-$$" "$log" || fail "node $n: CODE_SOURCE_PATH does not hold the snapshot"
-  grep -qx "HP_JSON=$want_hp" "$log" || fail "node $n: hyperparameters do not parse back: $(grep HP_JSON "$log")"
+  grep -qxF "HP_JSON=$want_hp" "$log" || fail "node $n: hyperparameters do not parse back: $(grep HP_JSON "$log")"
   grep -qx "to stderr" "$log" || fail "node $n: stderr not captured"
   ports+=("$(sed -n 's/^MASTER_PORT=//p' "$log")")
 done

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "server/blob_store.h"
 #include "server/log_store.h"
 #include "server/store.h"

@@ -16,6 +16,14 @@ mkdir -p "$AIR_HOME"
 
 cleanup() {
   local rc=$?
+  # Runs still active (a re-submit, a failed check) are canceled first so that no agent outlives the test.
+  if "$AIR" server status >/dev/null 2>&1; then
+    "$AIR" cancel --all -y >/dev/null 2>&1 || true
+    for _ in $(seq 1 150); do
+      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))' 2>/dev/null)" = 0 ] && break
+      sleep 0.1
+    done
+  fi
   "$AIR" server stop >/dev/null 2>&1 || true
   if [ $rc -ne 0 ] && [ $rc -ne 125 ]; then
     echo "---- failure ($rc); workspace log:"; tail -n 40 "$AIR_HOME/server.log" 2>/dev/null || true
