@@ -32,9 +32,14 @@ void LineFramer::emit(std::string_view text, int64_t now_ms, std::string& out) {
     emit(text.substr(0, cut), now_ms, out);
     text.remove_prefix(cut);
   }
-  char prefix[32];
-  int n = std::snprintf(prefix, sizeof prefix, "%lld %c ", static_cast<long long>(now_ms), stream_);
-  out.append(prefix, n);
+  // One read gives many lines with the same time: format the prefix once per time, not once per line.
+  if (now_ms != prefix_ms_ || prefix_.empty()) {
+    char buf[32];
+    int n = std::snprintf(buf, sizeof buf, "%lld %c ", static_cast<long long>(now_ms), stream_);
+    prefix_.assign(buf, static_cast<size_t>(n));
+    prefix_ms_ = now_ms;
+  }
+  out.append(prefix_);
   out.append(text);
   out.push_back('\n');
 }

@@ -26,6 +26,8 @@ class LineFramer {
   char stream_;
   size_t max_line_;
   std::string partial_;
+  std::string prefix_;
+  int64_t prefix_ms_ = -1;
 };
 
 // Keeps the last lines seen (as framed lines) for the failure report, cheaply: only a bounded byte tail.

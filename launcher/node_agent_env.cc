@@ -1,6 +1,5 @@
 // The node agent's setup steps: its diagnostics log, the command's environment, and the code snapshot.
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,18 +12,13 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/sha256.h"
 #include "core/snapshot.h"
 #include "launcher/http_client.h"
 #include "launcher/node_agent.h"
 
 extern char** environ;
 
-// TEMPORARY until core's unpack_snapshot is merged into main: a weak reference so that this builds
-// without it. Remove once core/snapshot*.cc defines it (a weak reference does not pull an archive member).
-namespace air {
-void unpack_snapshot(const std::string& archive_path, const std::string& dest, const UnpackLimits& limits)
-    __attribute__((weak));
-}
 
 namespace air::launcher {
 
@@ -48,28 +42,6 @@ std::string iso_now() {
 bool stderr_is(const std::string& path) {
   struct stat a {}, b {};
   return fstat(2, &a) == 0 && stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-std::string sha256_file(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error("cannot read " + path);
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  std::vector<char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) EVP_DigestUpdate(ctx, buf.data(), n);
-  std::fclose(f);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  std::string hex;
-  char b[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(b, sizeof b, "%02x", md[i]);
-    hex += b;
-  }
-  return hex;
 }
 
 bool is_hex_digest(const std::string& s) {
@@ -150,7 +122,7 @@ void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, co
     std::remove(part.c_str());
     throw Error("cannot download snapshot " + digest.substr(0, 12) + ": " + describe(r));
   }
-  std::string got = sha256_file(part);
+  std::string got = air::sha256_file(part);
   if (got != digest) {
     std::remove(part.c_str());
     throw Error("snapshot download is corrupt: expected SHA-256 " + digest.substr(0, 12) + ", got " +
@@ -161,8 +133,7 @@ void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, co
   }
   std::error_code ec;
   fs::remove_all(code_dir, ec);
-  if (!&air::unpack_snapshot) throw Error("this build of air cannot unpack snapshots yet");
-  air::unpack_snapshot(archive, code_dir, {});
+  air::unpack_snapshot(archive, code_dir);
   log.info("unpacked snapshot into " + code_dir);
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/snapshot.h"
 #include "launcher/node_agent.h"
 #include "launcher/process.h"
 #include "tests/launcher/test_workspace.h"
@@ -138,9 +139,13 @@ printf 'no newline at the end')SH");
   CHECK(read_file(fs::path(f.options.workdir) / "hyperparameters.yaml") == "lr: 0.1\nsteps: 3\n");
   CHECK(node.log == read_file(fs::path(f.options.workdir) / "log.spool"));
   REQUIRE(node.statuses.size() >= 3);
-  CHECK(node.statuses.front()["state"] == "STARTING");
-  CHECK(node.statuses[1]["state"] == "RUNNING");
-  CHECK(node.statuses[1]["pid"].is_number_integer());
+  // STARTING (heartbeats while preparing), then RUNNING with the pid, then the end.
+  size_t i = 0;
+  while (i < node.statuses.size() && node.statuses[i]["state"] == "STARTING") ++i;
+  CHECK(i >= 1);
+  REQUIRE(i + 1 < node.statuses.size());
+  CHECK(node.statuses[i]["state"] == "RUNNING");
+  CHECK(node.statuses[i]["pid"].is_number_integer());
   CHECK(node.statuses.back()["state"] == "SUCCEEDED");
   CHECK(node.statuses.back()["exit_code"] == 0);
   std::string agent_log = read_file(fs::path(f.options.workdir) / "agent.log");
@@ -260,4 +265,20 @@ TEST_CASE("a snapshot whose bytes do not match its digest is refused", "[agent]"
   CHECK(last["state"] == "FAILED");
   CHECK(last["message"].get<std::string>().rfind("snapshot download is corrupt: expected SHA-256 aaaaaaaaaaaa", 0) == 0);
   CHECK(last["exit_code"].is_null());
+}
+
+TEST_CASE("the snapshot is downloaded, checked and unpacked into CODE_SOURCE_PATH", "[agent]") {
+  TempDir src;
+  fs::create_directories(src.path / "pkg");
+  std::ofstream(src.path / "train.py") << "print('hi')\n";
+  std::ofstream(src.path / "pkg" / "util.py") << "X = 1\n";
+  auto manifest = air::scan_snapshot(src.path.string(), {});
+  auto archive = air::write_snapshot_archive(manifest, (src.path.parent_path() / (src.path.filename().string() + ".tar.zst")).string());
+  Fixture f("cat train.py pkg/util.py; ls \"$CODE_SOURCE_PATH\" | sort | tr '\\n' ' '", {{"snapshot_digest", archive.sha256}});
+  f.ws.blobs[archive.sha256] = read_file(archive.path);
+  fs::remove(archive.path);
+  CHECK(run_node_agent(f.options) == 0);
+  auto lines = texts(f.node().log);
+  CHECK(lines == std::vector<std::string>{"o print('hi')", "o X = 1", "o pkg train.py "});
+  CHECK(fs::exists(fs::path(f.options.workdir) / "snapshot.tar.zst"));
 }

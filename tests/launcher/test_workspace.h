@@ -46,6 +46,7 @@ class TestWorkspace {
     bool stop = false;
     int log_posts = 0;
     int partial_bodies = 0;  // bodies that did not end with '\n'
+    std::vector<std::pair<uint64_t, int64_t>> arrivals;  // (log size after an append, unix ms) for latency
   };
 
   // All state is behind mu.
@@ -163,7 +164,12 @@ class TestWorkspace {
                       "application/json");
       return;
     }
-    if (offset + body.size() > cur) n.log.append(body, cur - offset, std::string::npos);
+    if (offset + body.size() > cur) {
+      n.log.append(body, cur - offset, std::string::npos);
+      n.arrivals.emplace_back(n.log.size(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count());
+    }
     if (fail_after) {
       res.status = 500;
       return;
