@@ -21,8 +21,11 @@ class Tokenizer {
   ~Tokenizer();
 
   // Encodes text; special/added tokens written in the text are recognised (HF behaviour).
-  // add_bos prepends the BOS token when the tokenizer has one.
+  // add_bos prepends the BOS token when the tokenizer has one: it applies the post-processor's template
+  // (Llama 3: BOS before the text), as HF's add_special_tokens=True does; no template, nothing added.
+  // Thread-safe. Bytes that are not valid UTF-8 are encoded byte by byte, never rejected.
   std::vector<int32_t> encode(std::string_view text, bool add_bos = false) const;
+  // Invalid UTF-8 in the result becomes U+FFFD (as HF); an unknown id throws std::runtime_error.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 
   int32_t vocab_size() const;  // including added tokens (max id + 1)

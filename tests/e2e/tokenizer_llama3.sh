@@ -19,7 +19,9 @@ mkdir -p "$work"
 pkg_stamp=$(cat "$oracle_src/package.json" "$oracle_src/package-lock.json" | sha256sum | cut -c1-16)
 if [ "$(cat "$work/.installed" 2>/dev/null)" != "$pkg_stamp" ]; then
   cp "$oracle_src/package.json" "$oracle_src/package-lock.json" "$work/"
+  # Few retries: without a registry the test should skip in seconds, not minutes.
   if ! (cd "$work" && npm install --ignore-scripts --no-audit --no-fund --cache "$work/npm-cache" \
+        --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
         >"$work/npm-install.log" 2>&1); then
     if ! (cd "$work" && timeout 30 npm ping --cache "$work/npm-cache" >/dev/null 2>&1); then
       echo "skipped: npm cannot reach its registry, so the reference tokenizer cannot be installed"
