@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include <ATen/core/grad_mode.h>
+
 #include "core/error.h"
 #include "trainer/checkpoint.h"
 #include "trainer/llama_config.h"

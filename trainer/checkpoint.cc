@@ -31,7 +31,8 @@ void write_text(const fs::path& p, const std::string& text) {
 
 void copy_if_exists(const fs::path& from, const fs::path& to) {
   std::error_code ec;
-  if (fs::is_regular_file(from, ec)) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (!fs::is_regular_file(from, ec)) return;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
   if (ec) throw Error("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
 }
 

@@ -231,7 +231,8 @@ void apply_yaml(TrainConfig& c, const std::string& text, const std::string& name
   if (errors.empty()) return;
   std::string all;
   for (size_t i = 0; i < errors.size() && i < 20; ++i) all += (i ? "\n" : "") + errors[i];
-  throw usage_error(all + "\n" + std::to_string(errors.size()) + " error" + (errors.size() > 1 ? "s" : "") + " in " + name);
+  throw usage_error(all + "\nair-train: " + std::to_string(errors.size()) + " error" + (errors.size() > 1 ? "s" : "") +
+                    " in " + name + "; nothing was run");
 }
 
 void apply_override(TrainConfig& c, const std::string& assignment) {

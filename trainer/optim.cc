@@ -1,6 +1,7 @@
 // AdamW, LR schedule and clipping. The manual AdamW follows torch.optim.AdamW's update exactly.
 #include "trainer/optim.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include <cmath>

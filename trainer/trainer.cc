@@ -259,7 +259,9 @@ int train_main(int argc, char** argv) {
     return 0;
   } catch (const Error& e) {
     std::cout << std::flush;
-    std::cerr << "air-train: error: " << e.what() << "\n";
+    const std::string m = e.what();
+    // Located configuration errors arrive already rendered (file:line:col: error: ...).
+    std::cerr << (m.find(": error: ") != std::string::npos ? "" : "air-train: error: ") << m << "\n";
     if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {  // libtorch's own (out of memory, device errors): no C++ backtrace

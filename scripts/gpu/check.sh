@@ -18,3 +18,18 @@ cmake --build /tmp/air-build -j16 --target air-train air-train-check >>"$OUT/bui
 echo "built in $(( $(date +%s) - start )) s"
 PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/check_hf.py" --bin /tmp/air-build/bin --root "$root" --out "$OUT" \
   "$@" 2>&1 | tee "$OUT/check.log"
+
+# The reference PyTorch FSDP recipe on the same machine (1B only), when prepare.sh carried it.
+if [ -f "$root/bench/seed_fsdp_baseline.py" ] && [ "${AIR_SKIP_BASELINE:-0}" != 1 ]; then
+  mkdir -p "$OUT/baseline"
+  cat >/tmp/air_baseline_1b.py <<PY
+import sys
+sys.path.insert(0, "$root/bench")
+import seed_fsdp_baseline as b
+b.CONFIGS.pop("llama-3.1-8B")  # its attempt then fails fast and is listed as a failure
+b.main()
+PY
+  OUT="$OUT/baseline" SKIP_SDPA_VARIANT=1 PYTHONUNBUFFERED=1 timeout 300 \
+    python3 -m torch.distributed.run --standalone --nproc_per_node=1 /tmp/air_baseline_1b.py 2>&1 |
+    grep -E "^\|| step |SUMMARY|matmul|FAILED" | grep -v "KeyError" | tail -30
+fi

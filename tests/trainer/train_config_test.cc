@@ -47,7 +47,7 @@ TEST_CASE("train config: unknown keys and bad values are reported together, loca
             "p.yaml:4:8: error: 'dtype': 'fp64' is not one of: auto, bf16, fp32\n"
             "    dtype: fp64\n"
             "           ^\n"
-            "3 errors in p.yaml");
+            "air-train: 3 errors in p.yaml; nothing was run");
     REQUIRE(e.exit_code() == 2);
   }
 }
