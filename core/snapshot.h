@@ -10,6 +10,18 @@ namespace air {
 struct SnapshotFile {
   std::string path;  // relative to the root, '/'-separated
   uint64_t size = 0;
+  bool executable = false;  // any x bit set: stored as 0755, else 0644
+  bool symlink = false;     // stored as a symlink to link_target (always relative, inside the root)
+  std::string link_target;
+  // What the cache fingerprint is made of (lstat of the file at scan time).
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t inode = 0;
+};
+
+struct SkippedFile {
+  std::string path;
+  std::string reason;  // e.g. "symlink to a path outside the root (/etc/passwd)", "fifo"
 };
 
 struct IgnoreRuleCount {
@@ -25,7 +37,15 @@ struct SnapshotManifest {
   std::vector<SnapshotFile> largest;      // up to 10, largest first
   std::vector<IgnoreRuleCount> excluded;  // rules that excluded at least one file
   std::vector<std::string> credential_like;  // included files that look like credentials (.env, keys, .netrc)
+  std::vector<std::string> include_paths;    // normalized; empty = the whole root
+  std::vector<SkippedFile> skipped;          // neither excluded nor included: unsafe symlinks, fifos, ...
+  uint64_t files_excluded = 0;               // sum of excluded[].files_excluded
+  int64_t scanned_at_ns = 0;                 // wall clock when the scan started (for the cache's race check)
 };
+
+// True when a file looks like a credential by its name (.env, *.pem, id_rsa, .netrc, ...) or, for
+// .npmrc/.pypirc, by `content_head` (the file's first bytes; empty when not read).
+bool looks_like_credential(const std::string& rel_path, const std::string& content_head);
 
 // Walks root (restricted to include_paths when non-empty). Throws air::Error on unreadable trees.
 SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths);
@@ -38,7 +58,20 @@ struct SnapshotArchive {
 
 // Writes a deterministic archive of the manifest's files (sorted entries, fixed mtime/owner/mode bits) to
 // out_path. The same tree always gives the same bytes and digest.
+// The archive holds the files at its root (no top-level folder), in path order, mtime 0, uid/gid 0, no
+// owner names, modes 0644/0755, symlinks as symlinks; no directory entries. Compressed with zstd.
+// Written to a temporary file next to out_path and renamed: never a half-written archive.
 SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path);
+
+// A digest of the scanned tree's metadata (paths, sizes, modes, link targets, mtime/ctime, inodes): equal
+// fingerprints mean the archive would be the same, without reading a byte of content.
+std::string snapshot_fingerprint(const SnapshotManifest& m);
+
+// write_snapshot_archive through a cache in cache_dir (created if missing): an unchanged tree reuses the
+// archive written last time (cache_dir/<sha256>.tar.zst) without reading any file. Keeps the few most
+// recently used archives. `reused` (optional) tells whether the cache answered.
+SnapshotArchive snapshot_with_cache(const SnapshotManifest& m, const std::string& cache_dir,
+                                    bool* reused = nullptr);
 
 struct UnpackLimits {
   uint64_t max_total_bytes = 8ull << 30;

@@ -30,9 +30,13 @@ class Tokenizer {
   std::optional<int32_t> eos_id() const;
   std::optional<int32_t> pad_id() const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
+  // The token's text as written in tokenizer.json (byte-level characters); nullopt for unknown ids.
+  std::optional<std::string> id_to_token(int32_t id) const;
+  bool is_special(int32_t id) const;  // a special added token (skipped by decode(..., true))
+
+  struct Impl;  // opaque; defined in trainer/tokenizer_impl.h for the library's own files
 
  private:
-  struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,36 @@
+// `air node`: the per-node agent the workspace starts on each node of a run (see docs/agent.md).
+// Not for people: the token comes from AIR_NODE_TOKEN, never from the command line (`ps` shows argv).
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <memory>
+
+#include "cli/verbs.h"
+#include "launcher/node_agent.h"
+
+namespace air::cli {
+
+void setup_node(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("node", "Run one node of a run (started by the workspace; not for direct use)");
+  cmd->group("");  // hidden from `air --help`
+  auto o = std::make_shared<launcher::NodeAgentOptions>();
+  auto drain_s = std::make_shared<int>(600);
+  cmd->add_option("--server", o->server, "Workspace URL")->required();
+  cmd->add_option("--run", o->run_id, "Run id")->required();
+  cmd->add_option("--attempt", o->attempt, "Attempt number")->required();
+  cmd->add_option("--node", o->node, "Node rank")->required();
+  cmd->add_option("--workdir", o->workdir, "This node's working directory")->required();
+  cmd->add_option("--gpus", o->gpus, "CUDA_VISIBLE_DEVICES for the command");
+  cmd->add_option("--bin-dir", o->bin_dir, "Folder put first on the command's PATH (default: air's own)");
+  cmd->add_option("--drain-timeout", *drain_s, "Seconds to keep shipping logs after the command ended")
+      ->default_val(600);
+  cmd->callback([o, drain_s, &ctx] {
+    const char* token = std::getenv("AIR_NODE_TOKEN");
+    o->token = token ? token : "";
+    o->drain_timeout = std::chrono::seconds(*drain_s);
+    o->err = ctx.err;
+    ctx.exit_code = launcher::run_node_agent(*o);
+  });
+}
+
+}  // namespace air::cli

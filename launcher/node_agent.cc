@@ -1,0 +1,329 @@
+// run_node_agent: the node agent from spec to final report. The main thread reads the command's pipes
+// into the spool; the shipper thread ships the spool; the status thread heartbeats and hears "stop".
+#include "launcher/node_agent.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "launcher/http_client.h"
+#include "launcher/hyperparams.h"
+#include "launcher/log_shipper.h"
+#include "launcher/log_shipper_framing.h"
+#include "launcher/node_agent_status.h"
+#include "launcher/process.h"
+
+namespace air::launcher {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::atomic<int> g_signal{0};
+std::atomic<int> g_wake_fd{-1};
+
+void on_signal(int sig) {
+  g_signal.store(sig);
+  int fd = g_wake_fd.load();
+  if (fd >= 0) {
+    char b = static_cast<char>(sig);
+    ssize_t ignored = ::write(fd, &b, 1);
+    (void)ignored;
+  }
+}
+
+// Installs the agent's signal handlers for its lifetime, and restores the old ones after.
+class SignalScope {
+ public:
+  SignalScope(bool enabled, int wake_fd) : enabled_(enabled) {
+    g_signal.store(0);
+    if (!enabled_) return;
+    g_wake_fd.store(wake_fd);
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &old_pipe_);
+  }
+  ~SignalScope() {
+    if (!enabled_) return;
+    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    g_wake_fd.store(-1);
+  }
+
+ private:
+  static constexpr int kSignals[3] = {SIGTERM, SIGINT, SIGHUP};
+  bool enabled_;
+  struct sigaction old_[3] {}, old_pipe_ {};
+};
+
+struct WakePipe {
+  int fds[2] = {-1, -1};
+  WakePipe() {
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("cannot create a pipe");
+  }
+  ~WakePipe() {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  void drain() {
+    char buf[64];
+    while (::read(fds[0], buf, sizeof buf) > 0) {
+    }
+  }
+};
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  buf[n] = '\0';
+  return fs::path(buf).parent_path().string();
+}
+
+std::string node_path(const NodeAgentOptions& o, const std::string& what) {
+  return "/api/air/v1/runs/" + o.run_id + "/attempts/" + std::to_string(o.attempt) + "/nodes/" +
+         std::to_string(o.node) + "/" + what;
+}
+
+// GET spec, retrying while the workspace is unreachable or failing (5xx); a 4xx is final.
+NodeSpec fetch_spec(HttpClient& client, const NodeAgentOptions& o, AgentLog& log) {
+  auto deadline = Clock::now() + o.spec_timeout;
+  auto backoff = std::chrono::milliseconds(100);
+  bool said = false;
+  while (true) {
+    HttpResponse r = client.get(node_path(o, "spec"), 30000);
+    if (r.ok()) {
+      auto j = nlohmann::json::parse(r.body, nullptr, false);
+      if (j.is_discarded()) throw Error("the workspace sent a node spec that is not JSON");
+      return node_spec_from_json(j);
+    }
+    if (r.status >= 400 && r.status < 500) throw Error("cannot fetch the node spec: " + describe(r));
+    if (Clock::now() + backoff > deadline || g_signal.load()) {
+      throw Error("cannot fetch the node spec from " + o.server + ": " + describe(r));
+    }
+    if (!said) log.info("waiting for the workspace at " + o.server + " (" + describe(r) + ")");
+    said = true;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+struct Outcome {
+  int wait_status = 0;
+  bool stopped = false;     // by the workspace
+  int interrupted = 0;      // the agent's own signal
+};
+
+struct Pipeline {
+  LogSpool& spool;
+  LogShipper& shipper;
+  LogTail& tail;
+  AgentLog& log;
+  void add(std::string_view framed) {
+    if (framed.empty()) return;
+    if (!spool.append(framed) && !spool_failed) {
+      spool_failed = true;
+      log.info("cannot write the log spool " + spool.path() + ": " + std::strerror(errno));
+    }
+    tail.add(framed);
+    shipper.notify();
+  }
+  bool spool_failed = false;
+};
+
+// Reads both pipes until the command and everything in its group are gone; handles stop and signals.
+Outcome supervise(ChildProcess& child, Pipeline& pipe, StatusReporter& status, WakePipe& wake,
+                  std::chrono::milliseconds grace) {
+  Outcome out;
+  LineFramer framers[2] = {LineFramer('o'), LineFramer('e')};
+  std::string buf(256 * 1024, '\0'), framed;
+  bool term_sent = false, leader_done = false;
+  Clock::time_point kill_at{}, eof_deadline{};
+  auto close_stream = [&](int i) {
+    framed.clear();
+    framers[i].flush(unix_time_ms(), framed);
+    pipe.add(framed);
+    i == 0 ? child.close_stdout() : child.close_stderr();
+  };
+  auto terminate = [&](const char* why) {
+    if (term_sent) return;
+    pipe.log.info(why);
+    child.signal_group(SIGTERM);
+    term_sent = true;
+    kill_at = Clock::now() + grace;
+  };
+  while (true) {
+    pollfd fds[3] = {{child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}, {wake.fds[0], POLLIN, 0}};
+    int rc = poll(fds, 3, 100);
+    if (rc < 0 && errno != EINTR) throw Error(std::string("poll failed: ") + std::strerror(errno));
+    for (int i = 0; i < 2 && rc > 0; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+      if (n > 0) {
+        framed.clear();
+        framers[i].feed(std::string_view(buf.data(), static_cast<size_t>(n)), unix_time_ms(), framed);
+        pipe.add(framed);
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close_stream(i);
+      }
+    }
+    wake.drain();
+    if (int sig = g_signal.load(); sig && !out.interrupted) {
+      out.interrupted = sig;
+      terminate(sig == SIGINT ? "interrupted (SIGINT): stopping the command" : "interrupted: stopping the command");
+    }
+    if (status.stop_requested() && !out.stopped && !leader_done) {
+      out.stopped = true;
+      terminate("stopping the command (SIGTERM to its process group)");
+    }
+    if (!leader_done && child.try_wait()) {
+      leader_done = true;
+      // Leftovers of the command (background jobs) get the same grace as a stop, then SIGKILL.
+      if (!child.members().empty()) terminate("the command exited; stopping what it left running");
+      eof_deadline = Clock::now() + grace + std::chrono::seconds(1);
+    }
+    if (term_sent && Clock::now() >= kill_at && !child.members().empty()) {
+      pipe.log.info("the command's process group outlived the grace period; sending SIGKILL");
+      child.kill_group_and_reap();
+    }
+    if (leader_done && child.members().empty()) {
+      child.kill_group_and_reap();  // the guardian
+      // Whatever is still buffered in the pipes is read before they are closed.
+      if (child.stdout_fd() < 0 && child.stderr_fd() < 0) break;
+      // A process outside the group (setsid) may still hold a pipe: do not wait for it forever.
+      if (Clock::now() >= eof_deadline) {
+        if (child.stdout_fd() >= 0) close_stream(0);
+        if (child.stderr_fd() >= 0) close_stream(1);
+        break;
+      }
+    }
+  }
+  out.wait_status = child.wait_status().value_or(0);
+  return out;
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    return "command killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
+           "), exit code " + std::to_string(exit_code_from_wait_status(status));
+  }
+  return "command exited with code " + std::to_string(exit_code_from_wait_status(status));
+}
+
+}  // namespace
+
+int run_node_agent(const NodeAgentOptions& o) {
+  if (o.server.empty() || o.run_id.empty() || o.workdir.empty()) {
+    throw usage_error("air node needs --server, --run and --workdir");
+  }
+  if (o.token.empty()) {
+    throw usage_error("AIR_NODE_TOKEN is not set", "the workspace starts node agents with their token in AIR_NODE_TOKEN");
+  }
+  std::error_code ec;
+  fs::create_directories(o.workdir, ec);
+  if (ec) throw Error("cannot create the node's working directory " + o.workdir + ": " + ec.message());
+  std::string dir = fs::absolute(o.workdir).lexically_normal().string();
+  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  AgentLog log(dir + "/agent.log", o.err);
+  log.info("node " + std::to_string(o.node) + " of run " + o.run_id + " attempt " + std::to_string(o.attempt) +
+           " (pid " + std::to_string(getpid()) + ")");
+  WakePipe wake;
+  SignalScope signals(o.handle_signals, wake.fds[1]);
+
+  HttpClient client(o.server, o.token);
+  NodeSpec spec;
+  try {
+    spec = fetch_spec(client, o, log);
+  } catch (const Error& e) {
+    log.info(e.what());
+    return kExitFailed;
+  }
+  StatusReporter status(std::make_unique<HttpClient>(o.server, o.token), node_path(o, "status"),
+                        o.heartbeat_interval, log, wake.fds[1]);
+  status.start("STARTING");
+  LogSpool spool(dir + "/log.spool", spec.max_log_bytes);
+  ShipperOptions so;
+  so.path = node_path(o, "logs");
+  so.log = [&log](const std::string& m) { log.info(m); };
+  LogShipper shipper(spool, std::make_unique<HttpClient>(o.server, o.token), so);
+  shipper.start();
+  LogTail tail;
+  Pipeline pipeline{spool, shipper, tail, log};
+
+  NodeStatusReport final;
+  final.state = "FAILED";
+  int exit_code = kExitFailed;
+  try {
+    CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
+    if (!spec.snapshot_digest.empty()) {
+      fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, paths.code_dir, log);
+    } else {
+      fs::create_directories(paths.code_dir);
+    }
+    write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
+    if (status.stop_requested()) throw Error("stopped by workspace");
+    if (g_signal.load()) throw Error("node agent interrupted before the command started");
+    SpawnOptions spawn;
+    spawn.argv = {"bash", "-c", spec.command};
+    spawn.env = build_command_env(spec, o, paths, current_environment());
+    spawn.cwd = paths.code_dir;
+    spawn.guardian_grace = o.stop_grace;
+    ChildProcess child(spawn);
+    log.info("command started (pid " + std::to_string(child.pid()) + ")");
+    status.set_running(child.pid());
+    Outcome out = supervise(child, pipeline, status, wake, o.stop_grace);
+    int code = exit_code_from_wait_status(out.wait_status);
+    final.exit_code = code;
+    if (out.interrupted) {
+      final.message = std::string("node agent interrupted by ") + sigabbrev_np(out.interrupted);
+      exit_code = kExitInterrupted;
+    } else if (out.stopped) {
+      final.message = "stopped by workspace";
+    } else if (code == 0) {
+      final.state = "SUCCEEDED";
+      final.message = describe_exit(out.wait_status);
+      exit_code = kExitOk;
+    } else {
+      final.message = describe_exit(out.wait_status);
+    }
+    log.info(describe_exit(out.wait_status));
+  } catch (const Error& e) {
+    final.message = e.what();
+    log.info(e.what());
+    if (g_signal.load()) exit_code = kExitInterrupted;
+  }
+  if (final.state == "FAILED") final.last_lines = tail.last_lines(20);
+
+  // Every line must reach the workspace before the final report: a restarted workspace needs them too.
+  auto drain_deadline = Clock::now() + (g_signal.load() ? std::chrono::milliseconds(10000) : o.drain_timeout);
+  if (!shipper.drain(drain_deadline)) {
+    uint64_t left = spool.size() - shipper.acked();
+    log.info(std::to_string(left) + " bytes of log could not be shipped; they are in " + spool.path());
+    final.message += "; " + std::to_string(left) + " bytes of log not shipped (kept on the node)";
+  }
+  shipper.stop();
+  status.finish();
+  auto report_deadline = std::max(drain_deadline, Clock::now() + std::chrono::seconds(10));
+  if (!status.send_final(final, report_deadline)) log.info("could not deliver the final status to the workspace");
+  log.info("done: " + final.state);
+  return exit_code;
+}
+
+}  // namespace air::launcher

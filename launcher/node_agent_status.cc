@@ -1,0 +1,90 @@
+// StatusReporter: heartbeats and the final report (see launcher/node_agent_status.h).
+#include "launcher/node_agent_status.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace air::launcher {
+
+StatusReporter::StatusReporter(std::unique_ptr<HttpClient> client, std::string path,
+                               std::chrono::milliseconds interval, AgentLog& log, int wake_fd)
+    : client_(std::move(client)), path_(std::move(path)), interval_(interval), log_(log), wake_fd_(wake_fd) {}
+
+StatusReporter::~StatusReporter() { finish(); }
+
+void StatusReporter::start(const std::string& state) {
+  current_.state = state;
+  changed_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void StatusReporter::set_running(int pid) {
+  {
+    std::lock_guard lock(mu_);
+    current_.state = "RUNNING";
+    current_.pid = pid;
+    changed_ = true;
+  }
+  cv_.notify_all();
+}
+
+void StatusReporter::finish() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::optional<bool> StatusReporter::send(const NodeStatusReport& report) {
+  HttpResponse r = client_->post(path_, to_json(report).dump(), "application/json", 10000);
+  if (r.status == 0 || r.status >= 500) {
+    if (!unreachable_) {
+      unreachable_ = true;
+      log_.info("cannot report status to the workspace (" + describe(r) + "); the command keeps running");
+    }
+    return std::nullopt;
+  }
+  if (unreachable_) {
+    unreachable_ = false;
+    log_.info("reached the workspace again");
+  }
+  if (!r.ok()) {
+    log_.info("the workspace refused a status report: " + describe(r));
+    return false;
+  }
+  bool stop = status_reply_says_stop(nlohmann::json::parse(r.body, nullptr, false));
+  if (stop && !stop_requested_.exchange(true)) {
+    log_.info("the workspace asked this node to stop");
+    char b = 's';
+    ssize_t ignored = ::write(wake_fd_, &b, 1);
+    (void)ignored;
+  }
+  return stop;
+}
+
+void StatusReporter::loop() {
+  std::unique_lock lock(mu_);
+  while (!done_) {
+    NodeStatusReport report = current_;
+    changed_ = false;
+    lock.unlock();
+    send(report);
+    lock.lock();
+    cv_.wait_for(lock, interval_, [&] { return done_ || changed_; });
+  }
+}
+
+bool StatusReporter::send_final(const NodeStatusReport& report, std::chrono::steady_clock::time_point deadline) {
+  auto backoff = std::chrono::milliseconds(100);
+  while (true) {
+    if (send(report).has_value()) return true;
+    if (std::chrono::steady_clock::now() + backoff > deadline) return false;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+}  // namespace air::launcher

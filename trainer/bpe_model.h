@@ -1,0 +1,54 @@
+// The byte-level BPE model: turns one pre-tokenized piece (raw bytes) into token ids by applying merges in
+// rank order, exactly as Hugging Face's `tokenizers` BPE does, with a cache for repeated pieces.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace air::train {
+
+struct BpeMerge {
+  int32_t left;
+  int32_t right;
+  int32_t result;
+};
+
+struct BpeModelOptions {
+  bool ignore_merges = false;      // a piece that is itself a vocabulary entry becomes that one token
+  std::optional<int32_t> unk_id;   // for bytes missing from the vocabulary; dropped when unset
+  bool fuse_unk = false;           // consecutive unknown bytes become one unk token
+  size_t cache_capacity = 100000;  // pieces remembered (pieces longer than 256 bytes never are)
+};
+
+class BpeModel {
+ public:
+  // vocab maps raw bytes (not byte-level text) to ids; merges are in rank order (index = rank).
+  BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::vector<BpeMerge>& merges,
+           BpeModelOptions options);
+  BpeModel(BpeModel&&) noexcept;
+
+  // Appends the ids of one piece to `out`. Thread-safe.
+  void encode(std::string_view piece, std::vector<int32_t>& out) const;
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Cache = std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>;
+
+  void merge(std::string_view piece, std::vector<int32_t>& out) const;
+
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, result)
+  int32_t byte_ids_[256];
+  BpeModelOptions options_;
+  mutable std::shared_mutex cache_mutex_;
+  mutable Cache cache_;
+};
+
+}  // namespace air::train
