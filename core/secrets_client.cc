@@ -124,4 +124,24 @@ void SecretsClient::delete_secret(const std::string& scope, const std::string& k
   call("POST", "/api/2.0/secrets/delete", nlohmann::json{{"scope", scope}, {"key", key}}.dump());
 }
 
+std::map<std::string, std::string> resolve_secrets(SecretsClient& client, const std::vector<SecretBinding>& bindings) {
+  std::map<std::string, std::string> values;
+  std::vector<std::string> failures;
+  for (const auto& b : bindings) {
+    try {
+      values[b.name] = client.get_secret(b.scope, b.key);
+    } catch (const SecretsApiError& e) {
+      failures.push_back(b.name + " (" + b.scope + "/" + b.key + "): " + e.what());
+    }
+  }
+  if (!failures.empty()) {
+    for (auto& [name, v] : values) OPENSSL_cleanse(v.data(), v.size());
+    std::string msg = "cannot resolve " + std::to_string(failures.size()) + " of " + std::to_string(bindings.size()) +
+                      " secrets:";
+    for (const auto& f : failures) msg += "\n  " + f;
+    throw Error(msg, "create them with 'air secrets put-secret SCOPE KEY'");
+  }
+  return values;
+}
+
 }  // namespace air

@@ -3,6 +3,7 @@
 // and never a secret value.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,5 +64,14 @@ class SecretsClient {
 
   std::unique_ptr<RestCaller> http_;
 };
+
+// A workload's `secrets:` entry: environment variable `name` gets the value of scope/key.
+struct SecretBinding {
+  std::string name, scope, key;
+};
+
+// The node agent's resolution: every binding's value by name. When any fails, throws one air::Error that
+// lists every failing binding (name, scope/key and the server's reason; never a value).
+std::map<std::string, std::string> resolve_secrets(SecretsClient& client, const std::vector<SecretBinding>& bindings);
 
 }  // namespace air

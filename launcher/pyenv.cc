@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -103,11 +104,16 @@ int run_captured(const std::vector<std::string>& argv, const std::string& cwd, s
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// Cached per interpreter path: a pyenv shim takes seconds to answer on a loaded machine.
 std::string python_version(const std::string& python) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(python); it != cache.end()) return it->second;
   std::string out;
   run_captured({python, "--version"}, "", out, {});
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+  return cache[python] = out;
 }
 
 bool looks_like_path(const std::string& dep) {

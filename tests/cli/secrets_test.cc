@@ -71,7 +71,7 @@ struct Workspace {
 
 }  // namespace
 
-TEST_CASE("air secrets: create, put from stdin, list, delete; no value is ever printed") {
+TEST_CASE("air secrets: create put from stdin list delete - no value is ever printed") {
   Workspace w;
   const std::string value = "hf_cli_value_0123456789";
   auto r = w.run({"secrets", "create-scope", "my_scope"});

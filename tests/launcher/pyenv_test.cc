@@ -56,7 +56,7 @@ fs::path write_wheel(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("pyenv: the key changes with version, dependencies and resolves relative paths") {
+TEST_CASE("pyenv: the key changes with version dependencies and resolves relative paths") {
   PyEnvSpec a{"4", {"transformers>=4.45", " ./pkg "}, "python3", "/work/code"};
   std::string text = air::launcher::normalized_pyenv_spec(a);
   CHECK(text.find("version: 4\n") != std::string::npos);
@@ -72,7 +72,7 @@ TEST_CASE("pyenv: the key changes with version, dependencies and resolves relati
   CHECK(air::launcher::normalized_pyenv_spec(a) == text);
 }
 
-TEST_CASE("pyenv: concurrent builders build once; later runs reuse; the package imports") {
+TEST_CASE("pyenv: concurrent builders build once - later runs reuse - the package imports") {
   TempDir tmp;
   fs::path whl = write_wheel(tmp.path);
   PyEnvSpec spec{"4", {whl.string()}, "python3", tmp.path.string()};
@@ -104,7 +104,7 @@ TEST_CASE("pyenv: concurrent builders build once; later runs reuse; the package 
   CHECK(vars["VIRTUAL_ENV"] == r3.env_dir);
 }
 
-TEST_CASE("pyenv: a failed install reports pip's output and a one-line summary, and leaves nothing") {
+TEST_CASE("pyenv: a failed install reports pip's output and a one-line summary and leaves nothing") {
   TempDir tmp;
   PyEnvSpec spec{"", {"./no-such-package-dir"}, "python3", tmp.path.string()};
   std::string home = (tmp.path / "air_home").string();

@@ -57,7 +57,7 @@ TEST_CASE("mlflow API: experiments create and get-by-name") {
   CHECK(f.store.get_or_create_experiment("new-one") == "2");
 }
 
-TEST_CASE("mlflow API: runs create, get and update") {
+TEST_CASE("mlflow API: runs create get and update") {
   Fixture f;
   f.post("experiments/create", {{"name", "exp"}});
   auto r = f.post("runs/create", {{"experiment_id", "1"}, {"run_name", "attempt-0"}, {"start_time", "1700000000000"},
@@ -90,7 +90,7 @@ TEST_CASE("mlflow API: runs create, get and update") {
   CHECK(r.body["run"]["info"]["experiment_id"] == "0");
 }
 
-TEST_CASE("mlflow API: metrics, params, tags; latest values and history") {
+TEST_CASE("mlflow API: metrics params tags - latest values and history") {
   Fixture f;
   std::string id = f.new_run();
   CHECK(f.post("runs/log-metric", {{"run_id", id}, {"key", "train_loss"}, {"value", 2.5}, {"timestamp", 10}, {"step", 1}}).status == 200);
@@ -136,7 +136,7 @@ TEST_CASE("mlflow API: metrics, params, tags; latest values and history") {
   CHECK(all["train_loss"].size() == 3);
 }
 
-TEST_CASE("mlflow API: bad input is INVALID_PARAMETER_VALUE; unknown runs RESOURCE_DOES_NOT_EXIST") {
+TEST_CASE("mlflow API: bad input is INVALID_PARAMETER_VALUE - unknown runs RESOURCE_DOES_NOT_EXIST") {
   Fixture f;
   std::string id = f.new_run();
   auto r = f.post("runs/log-metric", {{"run_id", id}, {"key", "loss"}, {"value", 1.0}});

@@ -11,7 +11,7 @@
 
 using namespace air::server;
 
-TEST_CASE("mlflow client: create experiment and run, log metrics, read them back") {
+TEST_CASE("mlflow client: create experiment and run log metrics read them back") {
   air::test::TempDir dir;
   MlflowStore store(dir / "air.db");
   air::test::LoopbackServer server{[&](const std::string& m, const std::string& p, const std::string& b,

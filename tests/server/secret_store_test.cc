@@ -68,7 +68,7 @@ TEST_CASE("master key creators racing on one path all get the same key") {
   for (const auto& g : got) CHECK(g == got[0]);
 }
 
-TEST_CASE("master key with loose permissions, a wrong size or a symlink is refused") {
+TEST_CASE("master key with loose permissions a wrong size or a symlink is refused") {
   TempDir dir;
   std::string path = dir / "secrets.key";
   load_or_create_master_key(path);
@@ -176,7 +176,7 @@ TEST_CASE("grep of the database and its WAL finds no stored value and no key") {
   CHECK(again.get_secret("my_scope", "hf_token").bytes == value);
 }
 
-TEST_CASE("a wrong master key or a moved ciphertext fails to decrypt, naming no value") {
+TEST_CASE("a wrong master key or a moved ciphertext fails to decrypt naming no value") {
   TempDir dir;
   {
     SecretStore s(dir / "air.db", load_or_create_master_key(dir / "secrets.key"));

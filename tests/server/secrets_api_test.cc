@@ -25,7 +25,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("secrets API: scopes create, list and delete with Databricks shapes") {
+TEST_CASE("secrets API: scopes create list and delete with Databricks shapes") {
   Fixture f;
   auto r = f.post("scopes/create", {{"scope", "my_scope"}, {"initial_manage_principal", "users"}}, f.admin);
   CHECK(r.status == 200);
@@ -48,7 +48,7 @@ TEST_CASE("secrets API: scopes create, list and delete with Databricks shapes") 
   CHECK(f.get("scopes/list", f.admin).body == json::parse(R"({"scopes":[]})"));
 }
 
-TEST_CASE("secrets API: put, list, get and delete secrets") {
+TEST_CASE("secrets API: put list get and delete secrets") {
   Fixture f;
   f.post("scopes/create", {{"scope", "s"}}, f.admin);
   CHECK(f.post("put", {{"scope", "s"}, {"key", "str"}, {"string_value", "hello wörld"}}, f.admin).status == 200);

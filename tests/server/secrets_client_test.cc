@@ -109,3 +109,30 @@ TEST_CASE("secrets client: an unreachable workspace is a clear error") {
                                        ": connection refused");
   }
 }
+
+TEST_CASE("resolve_secrets returns every value or lists every failure without values") {
+  Workspace w;
+  air::SecretsClient admin({w.server.url(), "admin-token"});
+  admin.create_scope("my_scope");
+  admin.put_secret("my_scope", "hf_token", "hf_resolved_value");
+  admin.put_secret("my_scope", "other", "other_value_xyz");
+  air::SecretsClient node({w.server.url(), "node-token"});
+  auto values = air::resolve_secrets(node, {{"HF_TOKEN", "my_scope", "hf_token"}});
+  CHECK(values == std::map<std::string, std::string>{{"HF_TOKEN", "hf_resolved_value"}});
+  try {
+    air::resolve_secrets(admin, {{"HF_TOKEN", "my_scope", "hf_token"}, {"A", "my_scope", "missing"}, {"B", "nope", "k"}});
+    FAIL("no error");
+  } catch (const air::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "cannot resolve 2 of 3 secrets:\n"
+          "  A (my_scope/missing): secret 'missing' does not exist in scope 'my_scope'\n"
+          "  B (nope/k): scope 'nope' does not exist");
+  }
+  try {
+    air::resolve_secrets(node, {{"X", "my_scope", "other"}});
+    FAIL("no error");
+  } catch (const air::Error& e) {
+    CHECK(std::string(e.what()).find("other_value_xyz") == std::string::npos);
+    CHECK(std::string(e.what()).find("this run does not reference secret my_scope/other") != std::string::npos);
+  }
+}
