@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/run_submit.h"
 #include "cli/verbs.h"
 #include "core/error.h"
 
@@ -33,7 +34,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
   setup_run(app, ctx);
+  setup_get(app, ctx);
+  setup_logs(app, ctx);
+  setup_list(app, ctx);
+  setup_cancel(app, ctx);
+  setup_server(app, ctx);
   setup_node(app, ctx);
+
+  // `air run -h config.<path>` is field help, not CLI11's -h flag.
+  if (int code = 0; run_field_help(args, ctx, &code)) return code;
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   if (!rev.empty()) rev.pop_back();  // program name

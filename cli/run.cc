@@ -1,20 +1,119 @@
-// `air run`: validate a workload file, print the plan (--dry-run), or submit it.
+// `air run`: validate a workload file (every error at once), print the plan (--dry-run), or hand the
+// validated workload to submit_workload (cli/run_submit.cc).
 #include <CLI/CLI.hpp>
 
+#include <ostream>
+
+#include "cli/run_submit.h"
 #include "cli/verbs.h"
 #include "core/error.h"
+#include "core/workload.h"
+#include "core/workload_keys.h"
+#include "core/workload_plan.h"
 
 namespace air::cli {
 
+namespace {
+
+constexpr const char* kRunFooter = R"(Examples:
+  air run -f train.yaml --dry-run                  validate and print the plan; change nothing
+  air run -f train.yaml --override compute.num_accelerators=32 --dry-run
+  air run -f train.yaml --watch                    submit, then follow status and node 0's logs
+  air run -h config                                the workload YAML's top-level keys
+  air run -h config.compute.accelerator_type       help for one field
+
+Exit codes: 0 valid (or the run succeeded with --watch), 2 invalid workload or usage, 1 other failures.)";
+
+nlohmann::json error_json(const std::vector<Diagnostic>& ds, const std::string& file) {
+  nlohmann::json list = nlohmann::json::array();
+  size_t errors = 0;
+  for (const auto& d : ds) {
+    list.push_back(to_json(d));
+    errors += d.severity == "error";
+  }
+  return {{"error",
+           {{"code", "INVALID_WORKLOAD"},
+            {"message", std::to_string(errors) + (errors == 1 ? " error in " : " errors in ") + file},
+            {"diagnostics", list}}}};
+}
+
+void run_workload(const RunOptions& opts, Context& ctx) {
+  ParseOptions popts;
+  popts.overrides = opts.overrides;
+  popts.check_paths = true;
+  ParseResult r = parse_workload_file(opts.file, popts);
+  const bool json = ctx.global.output == "json";
+  std::vector<Diagnostic> warnings;
+  for (const auto& d : r.diagnostics) {
+    if (d.severity != "error") warnings.push_back(d);
+  }
+  if (!r.ok()) {
+    if (json) {
+      *ctx.out << error_json(r.diagnostics, opts.file).dump(2) << "\n";
+    } else {
+      for (const auto& note : r.notes) *ctx.err << note << "\n";
+      *ctx.err << render_all(r.diagnostics, opts.file, "nothing was submitted", popts.max_errors);
+    }
+    ctx.exit_code = kExitUsage;
+    return;
+  }
+  const Workload& w = *r.workload;
+  if (!opts.dry_run) {
+    if (!json) {
+      for (const auto& note : r.notes) *ctx.err << note << "\n";
+      for (const auto& d : warnings) *ctx.err << render(d);
+    }
+    ctx.exit_code = submit_workload(w, opts, ctx);
+    return;
+  }
+  PlanInput plan;
+  plan.workload = &w;
+  plan.overrides = r.notes;
+  plan.warnings = warnings;
+  if (json) {
+    *ctx.out << plan_to_json(plan).dump(2) << "\n";
+  } else {
+    *ctx.out << render_plan_text(plan);
+  }
+}
+
+}  // namespace
+
+bool run_field_help(const std::vector<std::string>& args, Context& ctx, int* code) {
+  if (args.size() < 3 || args[1] != "run") return false;
+  for (size_t i = 2; i + 1 < args.size(); ++i) {
+    if (args[i] != "-h" && args[i] != "--help") continue;
+    const std::string& path = args[i + 1];
+    if (path != "config" && path.rfind("config.", 0) != 0) return false;
+    try {
+      *ctx.out << field_help(path);
+      *code = kExitOk;
+    } catch (const air::Error& e) {
+      *ctx.err << "air: error: " << e.what() << "\n";
+      if (!e.hint().empty()) *ctx.err << "  hint: " << e.hint() << "\n";
+      *code = e.exit_code();
+    }
+    return true;
+  }
+  return false;
+}
+
 void setup_run(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("run", "Validate and submit a workload");
-  auto file = std::make_shared<std::string>();
-  auto dry_run = std::make_shared<bool>(false);
-  cmd->add_option("-f,--file", *file, "Workload YAML file")->required();
-  cmd->add_flag("--dry-run", *dry_run, "Validate and print the plan; change nothing");
-  cmd->callback([file, dry_run] {
-    throw air::Error("air run is not built yet", "", kExitFailed);
-  });
+  auto* cmd = app.add_subcommand("run", "Validate a workload YAML and submit it (or print its plan with --dry-run)");
+  cmd->footer(kRunFooter);
+  cmd->fallthrough();  // global flags (-o json) may come after the verb
+  auto opts = std::make_shared<RunOptions>();
+  cmd->add_option("-f,--file", opts->file, "Workload YAML file (schema: air run -h config)")->required();
+  cmd->add_flag("--dry-run", opts->dry_run, "Validate and print the plan; upload and change nothing");
+  cmd->add_flag("--watch", opts->watch, "After submitting, follow status and node 0's logs until the run ends");
+  cmd->add_option("--override", opts->overrides,
+                  "Set one field before validation: KEY=VALUE, VALUE parsed as YAML (repeatable)")
+      ->take_all()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--idempotency-key", opts->idempotency_key,
+                  "Submitting twice with the same key gives the same run (wins over idempotency_token)");
+  cmd->callback([opts, &ctx] { run_workload(*opts, ctx); });
 }
 
 }  // namespace air::cli

@@ -16,6 +16,13 @@ struct Context {
 };
 
 void setup_run(CLI::App& app, Context& ctx);
+// The workspace verbs (helper `server`).
+void setup_get(CLI::App& app, Context& ctx);
+void setup_logs(CLI::App& app, Context& ctx);
+void setup_list(CLI::App& app, Context& ctx);
+void setup_cancel(CLI::App& app, Context& ctx);
+void setup_server(CLI::App& app, Context& ctx);
+// `air node`, the node agent (helper `agent`).
 void setup_node(CLI::App& app, Context& ctx);
 
 }  // namespace air::cli

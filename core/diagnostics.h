@@ -26,8 +26,10 @@ struct Diagnostic {
 //       ^~~~~~~~~~~~~~~
 //     hint: did you mean 'accelerator_type'?
 std::string render(const Diagnostic& d);
-// Renders all, then a summary line ("air: 2 errors in train.yaml; nothing was submitted").
-std::string render_all(const std::vector<Diagnostic>& ds, const std::string& file, const std::string& what);
+// Renders all (errors beyond max_shown are counted in a "... and N more errors" line), then a summary line
+// ("air: 2 errors in train.yaml; nothing was submitted"). `what` is the part after the ';' (may be empty).
+std::string render_all(const std::vector<Diagnostic>& ds, const std::string& file, const std::string& what,
+                       int max_shown = 20);
 
 nlohmann::json to_json(const Diagnostic& d);
 Diagnostic diagnostic_from_json(const nlohmann::json& j);

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -176,7 +177,11 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
 
   Fd dir = open_parent(name, parts, true);
   if (hardlink) {
-    std::vector<std::string> target = safe_components(hardlink);
+    std::string t = hardlink;
+    if (!t.empty() && t[0] == '/') throw unsafe(name, "is a hard link to an absolute path (" + t + ")");
+    std::vector<std::string> target = split_target(t);
+    if (std::find(target.begin(), target.end(), "..") != target.end())
+      throw unsafe(name, "is a hard link with a '..' component (" + t + ")");
     std::string tpath = join(target, target.size());
     if (!regular_files_.count(tpath)) throw unsafe(name, "is a hard link to '" + std::string(hardlink) + "', which is not a file unpacked before it");
     Fd tdir = open_parent(hardlink, target, false);

@@ -11,7 +11,7 @@
 namespace air {
 
 struct Compute {
-  std::string accelerator_type;   // GPU_8xH100, ..., CPU_x1 (see core/accelerators.h)
+  std::string accelerator_type;   // GPU_8xH100, ..., CPU_2xHOST (see core/accelerators.h)
   int num_accelerators = 0;
   int accelerators_per_node = 0;  // from the catalog
   int nodes = 0;                  // num_accelerators / accelerators_per_node
@@ -78,12 +78,13 @@ struct Workload {
 struct ParseOptions {
   std::vector<std::string> overrides;  // KEY=VALUE, VALUE parsed as YAML
   bool check_paths = true;             // root_path / include_paths exist (dry-run and submit)
-  int max_errors = 20;
+  int max_errors = 20;                 // how many errors render_all shows (the CLI passes it on)
 };
 
 struct ParseResult {
   std::optional<Workload> workload;  // set only when there are no errors
-  std::vector<Diagnostic> diagnostics;
+  std::vector<Diagnostic> diagnostics;  // errors and warnings, in file order (all of them, up to 1000)
+  std::vector<std::string> notes;       // "Override: changing compute.num_accelerators from 16 to 32"
   bool ok() const { return workload.has_value(); }
 };
 

@@ -49,7 +49,7 @@ struct ShipperOptions {
   std::string path;  // "/api/air/v1/runs/R/attempts/K/nodes/N/logs"; "?offset=O" is added
   size_t max_chunk = 1 << 20;
   std::chrono::milliseconds min_backoff{50};
-  std::chrono::milliseconds max_backoff{2000};
+  std::chrono::milliseconds max_backoff{1000};
   long request_timeout_ms = 30000;
   std::function<void(const std::string&)> log;  // diagnostics (agent.log); may be empty
 };

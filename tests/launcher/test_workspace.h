@@ -69,6 +69,8 @@ class TestWorkspace {
  private:
   void start(int port) {
     auto s = std::make_unique<httplib::Server>();
+    s->set_tcp_nodelay(true);  // otherwise each reply waits on the client's delayed ACK (~40 ms)
+    s->set_keep_alive_timeout(1);  // stop() waits for idle keep-alive connections to time out
     routes(*s);
     if (port == 0) {
       port_ = s->bind_to_any_port("127.0.0.1");

@@ -1,0 +1,98 @@
+// `air list` (also `air list runs`): the runs of the workspace, newest first; active ones unless
+// --all-status; --filter experiment=GLOB|status=S|accelerator_type=SUBSTR|num_accelerators=N.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include "cli/remote.h"
+#include "cli/verbs.h"
+#include "core/error.h"
+
+namespace air::cli {
+
+namespace {
+
+struct Filter {
+  std::string key, value;
+};
+
+std::vector<Filter> parse_filters(const std::vector<std::string>& raw) {
+  std::vector<Filter> out;
+  for (const auto& f : raw) {
+    auto eq = f.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw usage_error("invalid --filter '" + f + "': expected KEY=VALUE", "e.g. --filter experiment='sft-*'");
+    Filter x{f.substr(0, eq), f.substr(eq + 1)};
+    if (x.key != "experiment" && x.key != "status" && x.key != "accelerator_type" && x.key != "num_accelerators")
+      throw usage_error("unsupported --filter key '" + x.key + "'",
+                        "supported keys: experiment, status, accelerator_type, num_accelerators");
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool matches(const api::RunInfo& r, const std::vector<Filter>& fs) {
+  for (const auto& f : fs) {
+    if (f.key == "experiment" && fnmatch(f.value.c_str(), r.experiment_name.c_str(), FNM_CASEFOLD) != 0) return false;
+    if (f.key == "status" && lower(f.value) != lower(r.state)) return false;
+    if (f.key == "accelerator_type" && lower(r.accelerator_type).find(lower(f.value)) == std::string::npos) return false;
+    if (f.key == "num_accelerators" && f.value != std::to_string(r.num_accelerators)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void setup_list(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("list", "List runs: air list [runs]");
+  auto what = std::make_shared<std::string>();
+  auto limit = std::make_shared<int>(20);
+  auto all = std::make_shared<bool>(false);
+  auto filters = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("what", *what, "runs (the default)");
+  cmd->add_option("--limit", *limit, "At most this many runs (default 20)");
+  cmd->add_flag("--all-status", *all, "Include finished runs");
+  cmd->add_option("--filter", *filters, "KEY=VALUE: experiment (glob), status, accelerator_type, num_accelerators");
+  cmd->callback([&ctx, what, limit, all, filters] {
+    if (!what->empty() && *what != "runs") throw usage_error("air list knows 'runs' only, not '" + *what + "'");
+    if (*limit <= 0) throw usage_error("invalid --limit " + std::to_string(*limit) + ": must be > 0");
+    auto fs = parse_filters(*filters);
+    // A status filter for a finished state needs finished runs too.
+    bool all_status = *all;
+    for (const auto& f : fs) all_status = all_status || (f.key == "status" && is_run_terminal(f.value));
+    Session s = connect(ctx);
+    std::string path = std::string(api::kPrefix) + "/runs" + (all_status ? "?all_status=1" : "");
+    auto list = s.client->get_json(path).get<api::RunList>();
+    std::vector<api::RunInfo> rows;
+    for (auto& r : list.runs)
+      if (matches(r, fs) && static_cast<int>(rows.size()) < *limit) rows.push_back(std::move(r));
+    if (ctx.global.output == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& r : rows)
+        j.push_back({{"run_id", r.run_id}, {"experiment_name", r.experiment_name}, {"status", r.state},
+                     {"submitted_at", format_iso(r.submitted_at_ms)}, {"duration_ms", run_duration_ms(r, now_ms())},
+                     {"accelerator_type", r.accelerator_type}, {"num_accelerators", r.num_accelerators},
+                     {"num_nodes", r.num_nodes}, {"attempts", r.attempts.size()}});
+      *ctx.out << nlohmann::json{{"runs", j}}.dump() << "\n";
+      return;
+    }
+    if (rows.empty()) {
+      *ctx.out << (all_status ? "No runs found.\n" : "No active runs. (--all-status shows finished ones)\n");
+      return;
+    }
+    auto line = [&](auto... a) { *ctx.out << fmt::format("{:<10}{:<24}{:<11}{:<21}{:<11}{:<8}{}\n", a...); };
+    line("RUN ID", "EXPERIMENT", "STATUS", "SUBMITTED", "DURATION", "TRIES", "ACCELERATORS");
+    for (const auto& r : rows)
+      line(r.run_id, r.experiment_name.size() > 23 ? r.experiment_name.substr(0, 22) + "~" : r.experiment_name,
+           r.state, format_time(r.submitted_at_ms).substr(0, 19),
+           r.started_at_ms ? format_duration(run_duration_ms(r, now_ms())) : std::string("-"), r.attempts.size(),
+           fmt::format("{} x {}", r.num_accelerators, r.accelerator_type));
+  });
+}
+
+}  // namespace air::cli

@@ -1,0 +1,92 @@
+// Connection and formatting helpers for the workspace verbs.
+#include "cli/remote.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "core/local_daemon.h"
+#include "core/run_state.h"
+
+namespace air::cli {
+
+Session connect(const Context& ctx) {
+  Session s;
+  s.target = resolve_workspace(ctx.global.profile);
+  s.client = std::make_unique<Client>(s.target.url, s.target.token, s.target.ca_file);
+  return s;
+}
+
+api::RunInfo fetch_run(Client& c, const std::string& run_id) {
+  check_run_id(run_id);
+  try {
+    return c.get_json(std::string(api::kPrefix) + "/runs/" + run_id).get<api::RunInfo>();
+  } catch (const ApiError& e) {
+    if (e.http_status() == 404)
+      throw Error("run " + run_id + " not found", "'air list --all-status' shows the runs this workspace knows");
+    throw;
+  }
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string format_time(int64_t ms) {
+  if (ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string format_iso(int64_t ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
+}
+
+std::string format_duration(int64_t ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  int64_t s = ms / 1000, h = s / 3600, m = (s % 3600) / 60;
+  s %= 60;
+  if (h) return fmt::format("{}h {}m {}s", h, m, s);
+  if (m) return fmt::format("{}m {}s", m, s);
+  return fmt::format("{}.{}s", s, (ms % 1000) / 100);
+}
+
+int64_t run_duration_ms(const api::RunInfo& r, int64_t now) {
+  if (!r.started_at_ms) return 0;
+  return (r.ended_at_ms ? r.ended_at_ms : now) - r.started_at_ms;
+}
+
+bool is_run_terminal(const std::string& state) {
+  auto s = run_state_from_string(state);
+  return !s || is_terminal(*s);
+}
+
+std::string styled_state(const std::string& state, bool color) {
+  if (!color) return state;
+  const char* c = state == "SUCCEEDED" ? "32" : state == "RUNNING" ? "36" : state == "PENDING" ? "33" : "31";
+  return fmt::format("\033[{}m● {}\033[0m", c, state);
+}
+
+bool stdout_is_tty() { return ::isatty(1) == 1; }
+bool stderr_is_tty() { return ::isatty(2) == 1; }
+
+void check_run_id(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 64;
+  for (char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  if (!ok) throw usage_error("invalid run id '" + id + "'", "run ids look like 3f9a0c21 ('air list' shows them)");
+}
+
+}  // namespace air::cli

@@ -1,0 +1,26 @@
+// The seam between `air run`'s validation (cli/run.cc) and submitting to a workspace (cli/run_submit.cc).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cli/verbs.h"
+#include "core/workload.h"
+
+namespace air::cli {
+
+struct RunOptions {
+  std::string file;                    // -f/--file
+  bool dry_run = false;                // --dry-run
+  bool watch = false;                  // --watch
+  std::vector<std::string> overrides;  // --override KEY=VALUE, in order
+  std::string idempotency_key;         // --idempotency-key (wins over the YAML's idempotency_token)
+};
+
+// Submits a validated workload (snapshot upload, POST, optional --watch). Returns the exit code.
+int submit_workload(const air::Workload& w, const RunOptions& opts, Context& ctx);
+
+// `air run -h config[.<path>]`: when args ask for field help, prints it and returns true with the exit code
+// in *code. Called by run_cli before CLI11 parses, because CLI11 treats -h as a flag without a value.
+bool run_field_help(const std::vector<std::string>& args, Context& ctx, int* code);
+
+}  // namespace air::cli

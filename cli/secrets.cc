@@ -1,0 +1,251 @@
+// `air secrets` subcommands over SecretsClient. Values only travel from the user to the workspace: they
+// are read from a hidden prompt, stdin or --string-value, sent, and wiped; nothing here prints one.
+#include "cli/secrets.h"
+
+#include <openssl/crypto.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace air::cli {
+
+namespace {
+
+WorkspaceResolver& resolver() {
+  static WorkspaceResolver r;
+  return r;
+}
+
+std::istream* g_in = &std::cin;
+int g_in_fd = 0;
+
+// Restores the terminal if Ctrl-C arrives while echo is off, then dies of the signal as usual.
+termios g_saved_termios;
+int g_saved_fd = -1;
+extern "C" void restore_and_reraise(int sig) {
+  if (g_saved_fd >= 0) tcsetattr(g_saved_fd, TCSANOW, &g_saved_termios);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+std::string read_hidden_line(int fd, std::ostream& prompt, const std::string& what) {
+  prompt << "Enter the secret value for " << what << ": " << std::flush;
+  termios old {};
+  bool have_termios = tcgetattr(fd, &old) == 0;
+  if (have_termios) {
+    termios quiet = old;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    g_saved_termios = old;
+    g_saved_fd = fd;
+    std::signal(SIGINT, restore_and_reraise);
+    std::signal(SIGTERM, restore_and_reraise);
+    tcsetattr(fd, TCSAFLUSH, &quiet);
+  }
+  std::string line;
+  char c;
+  while (true) {
+    ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n' || c == '\r') break;
+    line += c;
+  }
+  if (have_termios) {
+    tcsetattr(fd, TCSAFLUSH, &old);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    g_saved_fd = -1;
+  }
+  prompt << "\n";
+  return line;
+}
+
+bool is_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 4;
+    if (n == 4 || i + n >= s.size() + (n == 0 ? 1 : 0)) return false;
+    for (size_t k = 1; k <= n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+// Runs one client call, turning a bad-input answer into exit code 2.
+template <typename F>
+void call(F&& f) {
+  try {
+    f();
+  } catch (const SecretsApiError& e) {
+    int code = e.code() == "INVALID_PARAMETER_VALUE" || e.code() == "MALFORMED_REQUEST" ? kExitUsage : kExitFailed;
+    throw Error(e.what(), e.hint(), code);
+  }
+}
+
+std::string iso_utc(int64_t ms) {
+  if (ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+struct Args {
+  std::string scope, key, string_value;
+  bool has_string_value = false;
+};
+
+void add_create_scope(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
+  auto* cmd = parent.add_subcommand("create-scope", "Create a secret scope");
+  cmd->add_option("NAME", a->scope, "Scope name (letters, digits, '-', '_', '.', '@'; up to 128)")->required();
+  cmd->callback([&ctx, a] {
+    SecretsClient c(resolve_workspace(ctx));
+    call([&] { c.create_scope(a->scope); });
+    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}}.dump() << "\n";
+    else *ctx.out << fmt::format("Created scope {}\n", a->scope);
+  });
+}
+
+void add_put_secret(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
+  auto* cmd = parent.add_subcommand("put-secret", "Store a secret (value from a hidden prompt, stdin, or --string-value)");
+  cmd->add_option("SCOPE", a->scope, "Scope name")->required();
+  cmd->add_option("KEY", a->key, "Secret key (letters, digits, '-', '_', '.'; up to 128)")->required();
+  auto* sv = cmd->add_option("--string-value", a->string_value,
+                             "The value (visible in shell history and the process list; prefer stdin or the prompt)");
+  cmd->callback([&ctx, a, sv] {
+    std::string value;
+    if (sv->count() > 0) {
+      value = a->string_value;
+      OPENSSL_cleanse(a->string_value.data(), a->string_value.size());
+    } else {
+      value = read_secret_value(g_in_fd, *g_in, *ctx.err, a->scope + "/" + a->key);
+    }
+    if (value.empty()) {
+      throw usage_error("the secret value is empty; nothing was stored",
+                        "pipe the value in (printf %s \"$TOKEN\" | air secrets put-secret SCOPE KEY) or type it at the prompt");
+    }
+    SecretsClient c(resolve_workspace(ctx));
+    // Text goes as string_value (Databricks stores it as UTF-8); anything else as bytes_value.
+    bool text = is_utf8(value);
+    try {
+      call([&] { text ? c.put_secret(a->scope, a->key, value) : c.put_secret_bytes(a->scope, a->key, value); });
+    } catch (...) {
+      OPENSSL_cleanse(value.data(), value.size());
+      throw;
+    }
+    OPENSSL_cleanse(value.data(), value.size());
+    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}, {"key", a->key}}.dump() << "\n";
+    else *ctx.out << fmt::format("Stored secret {} in scope {}\n", a->key, a->scope);
+  });
+}
+
+void add_lists(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
+  auto* ls = parent.add_subcommand("list-scopes", "List secret scopes");
+  ls->callback([&ctx] {
+    SecretsClient c(resolve_workspace(ctx));
+    std::vector<SecretScopeInfo> scopes;
+    call([&] { scopes = c.list_scopes(); });
+    if (ctx.global.output == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& s : scopes) j.push_back({{"name", s.name}, {"backend_type", s.backend_type}});
+      *ctx.out << nlohmann::json{{"scopes", j}}.dump() << "\n";
+      return;
+    }
+    size_t w = 5;
+    for (const auto& s : scopes) w = std::max(w, s.name.size());
+    *ctx.out << fmt::format("{:<{}}  {}\n", "Scope", w, "Backend");
+    for (const auto& s : scopes) *ctx.out << fmt::format("{:<{}}  {}\n", s.name, w, s.backend_type);
+  });
+  auto* lk = parent.add_subcommand("list-secrets", "List the keys in a scope (never their values)");
+  lk->add_option("SCOPE", a->scope, "Scope name")->required();
+  lk->callback([&ctx, a] {
+    SecretsClient c(resolve_workspace(ctx));
+    std::vector<SecretInfo> secrets;
+    call([&] { secrets = c.list_secrets(a->scope); });
+    if (ctx.global.output == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& s : secrets) j.push_back({{"key", s.key}, {"last_updated_timestamp", s.last_updated_timestamp}});
+      *ctx.out << nlohmann::json{{"scope", a->scope}, {"secrets", j}}.dump() << "\n";
+      return;
+    }
+    size_t w = 3;
+    for (const auto& s : secrets) w = std::max(w, s.key.size());
+    *ctx.out << fmt::format("{:<{}}  {}\n", "Key", w, "Last updated");
+    for (const auto& s : secrets) *ctx.out << fmt::format("{:<{}}  {}\n", s.key, w, iso_utc(s.last_updated_timestamp));
+  });
+}
+
+void add_deletes(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
+  auto* ds = parent.add_subcommand("delete-secret", "Delete a secret");
+  ds->add_option("SCOPE", a->scope, "Scope name")->required();
+  ds->add_option("KEY", a->key, "Secret key")->required();
+  ds->callback([&ctx, a] {
+    SecretsClient c(resolve_workspace(ctx));
+    call([&] { c.delete_secret(a->scope, a->key); });
+    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}, {"key", a->key}}.dump() << "\n";
+    else *ctx.out << fmt::format("Deleted secret {} from scope {}\n", a->key, a->scope);
+  });
+  auto* dsc = parent.add_subcommand("delete-scope", "Delete a scope and every secret in it");
+  dsc->add_option("NAME", a->scope, "Scope name")->required();
+  dsc->callback([&ctx, a] {
+    SecretsClient c(resolve_workspace(ctx));
+    call([&] { c.delete_scope(a->scope); });
+    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}}.dump() << "\n";
+    else *ctx.out << fmt::format("Deleted scope {}\n", a->scope);
+  });
+}
+
+}  // namespace
+
+void set_workspace_resolver(WorkspaceResolver r) { resolver() = std::move(r); }
+
+WorkspaceEndpoint resolve_workspace(const Context& ctx) {
+  if (resolver()) return resolver()(ctx);
+  for (auto [host_var, token_var] : {std::pair{"AIR_HOST", "AIR_TOKEN"}, std::pair{"DATABRICKS_HOST", "DATABRICKS_TOKEN"}}) {
+    const char* host = std::getenv(host_var);
+    const char* token = std::getenv(token_var);
+    if (host && *host) return {host, token ? token : ""};
+  }
+  throw Error("no workspace configured for 'air secrets'", "set AIR_HOST and AIR_TOKEN");
+}
+
+std::string read_secret_value(int fd, std::istream& piped, std::ostream& prompt, const std::string& what) {
+  if (::isatty(fd)) return read_hidden_line(fd, prompt, what);
+  std::ostringstream ss;
+  ss << piped.rdbuf();
+  std::string v = ss.str();
+  if (!v.empty() && v.back() == '\n') v.pop_back();
+  if (!v.empty() && v.back() == '\r') v.pop_back();
+  return v;
+}
+
+void set_secret_input(std::istream* in, int fd) {
+  g_in = in ? in : &std::cin;
+  g_in_fd = fd;
+}
+
+void setup_secrets(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("secrets", "Manage secret scopes and secrets (values are never printed)");
+  cmd->require_subcommand(1);
+  auto a = std::make_shared<Args>();
+  add_create_scope(*cmd, ctx, a);
+  add_put_secret(*cmd, ctx, a);
+  add_lists(*cmd, ctx, a);
+  add_deletes(*cmd, ctx, a);
+}
+
+}  // namespace air::cli

@@ -1,0 +1,85 @@
+// `air server`: run a workspace in the foreground (a shared one: --host/--port/--cert/--key), or inspect and
+// stop the embedded local one (`air server status`, `air server stop`).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/verbs.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/local_daemon.h"
+#include "server/http_api.h"
+
+namespace air::cli {
+
+namespace {
+
+struct ServerFlags {
+  std::string home, host = "127.0.0.1", cert, key;
+  int port = 8470, prefer_port = 0;
+  bool daemon = false;
+  uint64_t max_snapshot_mb = 4096;
+};
+
+void run_status(Context& ctx, const std::string& home_flag) {
+  std::string home = home_flag.empty() ? air_home() : home_flag;
+  auto d = read_daemon_info(home);
+  bool up = d && daemon_healthy(*d);
+  if (ctx.global.output == "json") {
+    nlohmann::json j{{"running", up}, {"home", home}};
+    if (up) j.update({{"pid", d->pid}, {"url", d->url}});
+    *ctx.out << j.dump() << "\n";
+  } else if (up) {
+    *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url << "\n  state: " << home << "\n";
+  } else {
+    *ctx.out << "local workspace: not running (state: " << home << ")\n"
+             << "  it starts on demand with 'air run', or in the foreground with 'air server'\n";
+  }
+  if (!up) ctx.exit_code = kExitFailed;
+}
+
+void run_stop(Context& ctx, const std::string& home_flag) {
+  std::string home = home_flag.empty() ? air_home() : home_flag;
+  bool stopped = stop_local_daemon(home);
+  if (ctx.global.output == "json")
+    *ctx.out << nlohmann::json{{"stopped", stopped}, {"home", home}}.dump() << "\n";
+  else
+    *ctx.out << (stopped ? "local workspace stopped\n" : "local workspace was not running\n");
+}
+
+}  // namespace
+
+void setup_server(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("server", "Run a workspace, or manage the local one (status, stop)");
+  auto f = std::make_shared<ServerFlags>();
+  cmd->add_option("--home", f->home, "State folder (default: $AIR_HOME or ~/.air)");
+  cmd->add_option("--host", f->host, "Address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", f->port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--cert", f->cert, "TLS certificate (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--key", f->key, "TLS private key (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--max-snapshot-mb", f->max_snapshot_mb, "Largest snapshot accepted, in MiB");
+  cmd->add_flag("--daemon", f->daemon, "Started by the CLI as the local workspace")->group("");
+  cmd->add_option("--prefer-port", f->prefer_port, "With --port 0: try this port first")->group("");
+  cmd->require_subcommand(0, 1);
+  auto* status = cmd->add_subcommand("status", "Show whether the local workspace is running");
+  auto* stop = cmd->add_subcommand("stop", "Stop the local workspace");
+  status->callback([&ctx, f] { run_status(ctx, f->home); });
+  stop->callback([&ctx, f] { run_stop(ctx, f->home); });
+  cmd->callback([cmd, &ctx, f] {
+    if (!cmd->get_subcommands().empty()) return;
+    server::ServerOptions o;
+    o.home = f->home.empty() ? air_home() : f->home;
+    o.host = f->host;
+    o.port = f->port;
+    o.prefer_port = f->prefer_port;
+    o.cert = f->cert;
+    o.key = f->key;
+    o.daemon = f->daemon;
+    o.air_binary = default_air_binary();
+    o.bin_dir = o.air_binary.substr(0, o.air_binary.rfind('/'));
+    o.max_snapshot_bytes = f->max_snapshot_mb << 20;
+    ctx.exit_code = server::serve(o, *ctx.out, *ctx.err);
+  });
+}
+
+}  // namespace air::cli

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run HERE (not on the GPU machine): copies what the GPU checks need into <main checkout>/.devcarry, which
+# the device tool carries (pass carry: [".devcarry"]). The GPU image lacks pcre2's header and pkg-config
+# file, so the copy carries /usr/include/pcre2.h and points the tokenizer's CMake at the system library.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+dest=${1:-/work/main/.devcarry}
+rm -rf "$dest"
+mkdir -p "$dest/include" "$dest/core"
+cp -r "$src/CMakeLists.txt" "$src/cmake" "$src/trainer" "$src/scripts" "$src/examples" "$dest/"
+cp "$src/core/error.h" "$dest/core/"
+cp /usr/include/pcre2.h "$dest/include/"
+python3 - "$dest/trainer/CMakeLists.txt" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+old = "pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)"
+if old not in s:
+    sys.exit("prepare.sh: trainer/CMakeLists.txt no longer finds pcre2 the way this script patches")
+s = s.replace("find_package(PkgConfig REQUIRED)\n", "")
+s = s.replace(old, "add_library(PkgConfig::PCRE2 INTERFACE IMPORTED)\n"
+              "target_include_directories(PkgConfig::PCRE2 INTERFACE ${PROJECT_SOURCE_DIR}/include)\n"
+              "target_link_libraries(PkgConfig::PCRE2 INTERFACE /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0)")
+open(p, "w").write(s)
+PY
+du -sh "$dest"

@@ -1,0 +1,49 @@
+// Content-addressed blobs (snapshot archives): $home/blobs/sha256/<ab>/<digest>. An upload streams into a
+// temporary file while being hashed, and is renamed into place only when its SHA-256 matches the name.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace air::server {
+
+bool is_sha256_hex(std::string_view s);
+
+class BlobWriter;
+
+class BlobStore {
+ public:
+  explicit BlobStore(std::string dir);
+  bool has(const std::string& digest) const;
+  std::string path(const std::string& digest) const;
+  uint64_t size(const std::string& digest) const;
+  // Starts an upload of a blob that claims to have `digest`.
+  std::unique_ptr<BlobWriter> begin(const std::string& digest, uint64_t max_bytes);
+
+ private:
+  std::string dir_;
+};
+
+class BlobWriter {
+ public:
+  BlobWriter(std::string tmp_path, std::string final_path, std::string digest, uint64_t max_bytes);
+  ~BlobWriter();  // removes the temporary file unless commit() succeeded
+  // false when the blob grew beyond max_bytes (the upload is then abandoned).
+  bool write(const char* data, size_t n);
+  // Verifies the digest and renames into place; throws air::Error on a mismatch.
+  void commit();
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::string tmp_, final_, digest_;
+  uint64_t max_, bytes_ = 0;
+  int fd_ = -1;
+  void* ctx_ = nullptr;  // EVP_MD_CTX
+  bool committed_ = false;
+};
+
+// Hex SHA-256 of a byte string (tokens are stored this way).
+std::string sha256_hex(std::string_view data);
+
+}  // namespace air::server

@@ -1,0 +1,302 @@
+// HTTP routes of the workspace: authentication, JSON (de)serialisation, error bodies; the logic lives in
+// Workspace. Handlers run on a thread pool large enough for long-polling log followers.
+#include "server/http_api.h"
+
+#include <httplib.h>
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "core/api.h"
+#include "core/error.h"
+#include "core/local_daemon.h"
+#include "server/local_backend.h"
+#include "server/workspace.h"
+
+namespace air::server {
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kApi = api::kPrefix;
+
+void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
+                const std::vector<Diagnostic>& diags = {}, json extra = json::object()) {
+  api::ErrorBody b{code, message, diags};
+  extra["error"] = b;
+  res.status = status;
+  res.set_content(extra.dump(), "application/json");
+}
+
+void send_json(httplib::Response& res, const json& j, int status = 200) {
+  res.status = status;
+  res.set_content(j.dump(), "application/json");
+}
+
+std::string bearer(const httplib::Request& req) {
+  auto h = req.get_header_value("Authorization");
+  if (h.rfind("Bearer ", 0) == 0) return h.substr(7);
+  return {};
+}
+
+uint64_t query_u64(const httplib::Request& req, const char* name, uint64_t dflt) {
+  if (!req.has_param(name)) return dflt;
+  const std::string v = req.get_param_value(name);
+  try {
+    size_t used = 0;
+    uint64_t n = std::stoull(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+    return n;
+  } catch (const std::exception&) {
+    throw HttpError(400, "INVALID_ARGUMENT", fmt::format("query parameter {}={} is not a number", name, v));
+  }
+}
+
+class Api {
+ public:
+  Api(httplib::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+
+  void install() {
+    srv_.Get(kApi + "/health", [](const httplib::Request&, httplib::Response& res) {
+      send_json(res, api::Health{"ok", AIR_VERSION, static_cast<int>(::getpid())});
+    });
+    admin("POST", "/runs", [this](const auto& req, auto& res, const auto&) {
+      api::SubmitRequest sr = parse_body(req).template get<api::SubmitRequest>();
+      send_json(res, ws_.submit(sr), 201);
+    });
+    admin("GET", "/runs", [this](const auto& req, auto& res, const auto&) {
+      int limit = static_cast<int>(query_u64(req, "limit", 0));
+      bool all = req.get_param_value("all_status") == "1" || req.get_param_value("all_status") == "true";
+      send_json(res, ws_.list(limit, all));
+    });
+    admin("GET", R"(/runs/([A-Za-z0-9_-]+))",
+          [this](const auto&, auto& res, const auto& m) { send_json(res, ws_.get(m[1])); });
+    admin("POST", R"(/runs/([A-Za-z0-9_-]+)/cancel)",
+          [this](const auto&, auto& res, const auto& m) { send_json(res, ws_.cancel(m[1])); });
+    node_routes();
+    log_routes();
+    snapshot_routes();
+    srv_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      try {
+        std::rethrow_exception(ep);
+      } catch (const HttpError& e) {
+        send_error(res, e.status, e.code, e.what(), e.diagnostics);
+      } catch (const nlohmann::json::exception& e) {
+        send_error(res, 400, "INVALID_ARGUMENT", std::string("malformed JSON body: ") + e.what());
+      } catch (const std::exception& e) {
+        send_error(res, 500, "INTERNAL", e.what());
+      }
+    });
+  }
+
+ private:
+  using Match = httplib::Match;
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Match&)>;
+
+  static json parse_body(const httplib::Request& req) {
+    try {
+      return json::parse(req.body);
+    } catch (const json::exception&) {
+      throw HttpError(400, "INVALID_ARGUMENT", "the request body is not valid JSON");
+    }
+  }
+
+  Principal auth(const httplib::Request& req) const {
+    auto p = ws_.authenticate(bearer(req));
+    if (!p) throw HttpError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
+    return *p;
+  }
+
+  void route(const std::string& method, const std::string& pattern, Handler h) {
+    auto wrapped = [h](const httplib::Request& req, httplib::Response& res) { h(req, res, req.matches); };
+    std::string p = kApi + pattern;
+    if (method == "GET") srv_.Get(p, wrapped);
+    else if (method == "POST") srv_.Post(p, wrapped);
+  }
+
+  void admin(const std::string& method, const std::string& pattern, Handler h) {
+    route(method, pattern, [this, h](const auto& req, auto& res, const auto& m) {
+      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not do that");
+      h(req, res, m);
+    });
+  }
+
+  // Node endpoints accept the node token of that very run and attempt (or the admin token).
+  void node(const std::string& method, const std::string& suffix, Handler h) {
+    std::string pattern = R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6}))" + suffix;
+    route(method, pattern, [this, h](const auto& req, auto& res, const auto& m) {
+      Principal p = auth(req);
+      if (!p.admin && (p.run_id != m[1].str() || p.attempt != std::stoi(m[2].str())))
+        throw HttpError(403, "PERMISSION_DENIED", "this node token belongs to another run or attempt");
+      h(req, res, m);
+    });
+  }
+
+  void node_routes() {
+    node("GET", "/spec", [this](const auto&, auto& res, const auto& m) {
+      send_json(res, ws_.node_spec(m[1], std::stoi(m[2]), std::stoi(m[3])));
+    });
+    node("POST", "/status", [this](const auto& req, auto& res, const auto& m) {
+      auto rep = parse_body(req).template get<api::NodeStatusReport>();
+      send_json(res, ws_.node_status(m[1], std::stoi(m[2]), std::stoi(m[3]), rep));
+    });
+  }
+
+  void log_routes() {
+    node("POST", "/logs", [this](const auto& req, auto& res, const auto& m) {
+      uint64_t offset = query_u64(req, "offset", 0);
+      auto r = ws_.append_log(m[1], std::stoi(m[2]), std::stoi(m[3]), offset, req.body);
+      if (r.gap)
+        send_error(res, 409, "LOG_GAP",
+                   fmt::format("offset {} is beyond the stored log ({} bytes); resend from {}", offset, r.size, r.size),
+                   {}, json{{"size", r.size}});
+      else
+        send_json(res, api::LogAppendReply{r.size});
+    });
+    admin("GET", R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6})/logs)",
+          [this](const auto& req, auto& res, const auto& m) {
+            std::optional<uint64_t> offset, tail;
+            if (req.has_param("offset")) offset = query_u64(req, "offset", 0);
+            if (req.has_param("tail")) tail = query_u64(req, "tail", 0);
+            uint64_t max_bytes = std::min<uint64_t>(query_u64(req, "max_bytes", 4 << 20), 64 << 20);
+            auto wait = std::chrono::milliseconds(std::min<uint64_t>(query_u64(req, "wait_ms", 0), 30000));
+            LogRead r = ws_.read_log(m[1], std::stoi(m[2]), std::stoi(m[3]), offset, tail, max_bytes, wait);
+            res.set_header(api::kHeaderLogOffset, std::to_string(r.chunk.offset));
+            res.set_header(api::kHeaderLogSize, std::to_string(r.chunk.size));
+            res.set_header(api::kHeaderLogDone, r.done ? "1" : "0");
+            res.set_content(std::move(r.chunk.data), "application/octet-stream");
+          });
+  }
+
+  void snapshot_routes() {
+    const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
+    srv_.Get(pattern, [this](const httplib::Request& req, httplib::Response& res) {
+      auth(req);  // admin or any node token
+      std::string digest = req.matches[1];
+      if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", "snapshot " + digest + " not found");
+      if (req.method == "HEAD") {
+        res.set_header("Content-Length", std::to_string(ws_.blobs().size(digest)));
+        res.status = 200;
+        return;
+      }
+      auto file = std::make_shared<std::ifstream>(ws_.blobs().path(digest), std::ios::binary);
+      uint64_t size = ws_.blobs().size(digest);
+      res.set_content_provider(size, "application/octet-stream",
+                               [file](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 std::vector<char> buf(std::min<size_t>(length, 1 << 20));
+                                 file->seekg(static_cast<std::streamoff>(offset));
+                                 file->read(buf.data(), static_cast<std::streamsize>(buf.size()));
+                                 auto got = file->gcount();
+                                 if (got <= 0) return false;
+                                 sink.write(buf.data(), static_cast<size_t>(got));
+                                 return true;
+                               });
+    });
+    srv_.Put(pattern, [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not upload snapshots");
+      std::string digest = req.matches[1];
+      if (ws_.blobs().has(digest)) {
+        read([](const char*, size_t) { return true; });
+        return send_json(res, json{{"digest", digest}, {"bytes", ws_.blobs().size(digest)}, {"existed", true}});
+      }
+      auto w = ws_.blobs().begin(digest, ws_.options().max_snapshot_bytes);
+      bool ok = true;
+      read([&](const char* d, size_t n) { return ok = w->write(d, n); });
+      if (!ok)
+        throw HttpError(413, "TOO_LARGE", fmt::format("snapshot is larger than this workspace accepts ({} bytes)",
+                                                     ws_.options().max_snapshot_bytes));
+      try {
+        w->commit();
+      } catch (const Error& e) {
+        throw HttpError(400, "DIGEST_MISMATCH", e.what());
+      }
+      send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
+    });
+  }
+
+  httplib::Server& srv_;
+  Workspace& ws_;
+};
+
+}  // namespace
+
+int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
+  fs::create_directories(o.home);
+  // Signals are taken by one thread with sigwait; every other thread (pool, ticker) has them blocked.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<httplib::Server> srv;
+  bool tls = !o.cert.empty() || !o.key.empty();
+  if (tls) {
+    if (o.cert.empty() || o.key.empty()) throw usage_error("--cert and --key go together");
+    srv = std::make_unique<httplib::SSLServer>(o.cert.c_str(), o.key.c_str());
+    if (!srv->is_valid()) throw Error("cannot load the TLS certificate or key", "check --cert and --key");
+  } else {
+    srv = std::make_unique<httplib::Server>();
+  }
+  srv->new_task_queue = [] { return new httplib::ThreadPool(64); };
+  srv->set_payload_max_length(o.max_snapshot_bytes + (1 << 20));
+  srv->set_keep_alive_max_count(100000);
+  srv->set_read_timeout(60, 0);
+  srv->set_write_timeout(60, 0);
+
+  WorkspaceOptions wo;
+  wo.home = o.home;
+  wo.bin_dir = o.bin_dir;
+  wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
+  Workspace ws(wo, std::make_unique<LocalBackend>(o.air_binary));
+  Api(*srv, ws).install();
+
+  int port = o.port;
+  if (port == 0 && o.prefer_port > 0 && srv->bind_to_port(o.host, o.prefer_port)) port = o.prefer_port;
+  else if (port == 0) port = srv->bind_to_any_port(o.host);
+  else if (!srv->bind_to_port(o.host, port)) port = -1;
+  if (port <= 0)
+    throw Error(fmt::format("cannot listen on {}:{}", o.host, o.port), "is another air server using that port?");
+  std::string shown_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host;
+  std::string url = fmt::format("{}://{}:{}", tls ? "https" : "http", shown_host, port);
+  ws.set_url(url);
+  ws.start();
+  std::string token = ws.create_admin_token();
+  write_daemon_info(o.home, DaemonInfo{static_cast<int>(::getpid()), port, url, token, o.home});
+  if (!o.daemon) {
+    out << "air server: listening on " << url << " (state in " << o.home << ")\n"
+        << "  export AIR_HOST=" << url << "\n"
+        << "  export AIR_TOKEN=$(sed -n 's/.*\"token\": \"\\(.*\\)\".*/\\1/p' " << daemon_info_path(o.home) << ")\n";
+    out.flush();
+  } else {
+    err << "air server: listening on " << url << " (pid " << ::getpid() << ")\n";
+    err.flush();
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    srv->stop();
+  });
+  srv->listen_after_bind();
+  ws.stop();
+  if (auto d = read_daemon_info(o.home); d && d->pid == ::getpid()) {
+    std::error_code ec;
+    fs::remove(daemon_info_path(o.home), ec);
+  }
+  // The waiter is blocked in sigwait unless a signal ended the server; wake it so it can be joined.
+  ::kill(::getpid(), SIGTERM);
+  waiter.join();
+  return kExitOk;
+}
+
+}  // namespace air::server

@@ -1,0 +1,137 @@
+// File-backed log store with offset-idempotent appends and long-poll reads.
+#include "server/log_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "core/error.h"
+
+namespace air::server {
+
+namespace fs = std::filesystem;
+
+std::string LogStore::path(const LogKey& k) const {
+  return runs_dir_ + "/" + k.run_id + "/attempt_" + std::to_string(k.attempt) + "/node_" +
+         std::to_string(k.node) + ".log";
+}
+
+LogStore::Entry& LogStore::entry(const LogKey& k) {
+  std::unique_ptr<Entry>* slot;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    slot = &entries_[k];
+    if (!*slot) *slot = std::make_unique<Entry>();
+  }
+  Entry& e = **slot;
+  std::lock_guard<std::mutex> g(e.mu);
+  if (!e.loaded) {
+    struct stat st {};
+    e.size = ::stat(path(k).c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    e.loaded = true;
+  }
+  return e;
+}
+
+AppendResult LogStore::append(const LogKey& k, uint64_t offset, std::string_view data) {
+  Entry& e = entry(k);
+  {
+    std::lock_guard<std::mutex> g(e.mu);
+    if (offset > e.size) return {true, e.size};
+    uint64_t skip = e.size - offset;
+    if (skip >= data.size()) return {false, e.size};
+    data.remove_prefix(skip);
+    std::string p = path(k);
+    std::error_code ec;
+    fs::create_directories(fs::path(p).parent_path(), ec);
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) throw Error("cannot write log " + p);
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+      if (w <= 0) {
+        ::close(fd);
+        // Keep the size equal to the file's length so that the agent's retry resumes exactly here.
+        struct stat st {};
+        if (::stat(p.c_str(), &st) == 0) e.size = static_cast<uint64_t>(st.st_size);
+        throw Error("cannot write log " + p);
+      }
+      done += static_cast<size_t>(w);
+    }
+    ::close(fd);
+    e.size += data.size();
+  }
+  wake();
+  return {false, e.size};
+}
+
+uint64_t LogStore::size(const LogKey& k) {
+  Entry& e = entry(k);
+  std::lock_guard<std::mutex> g(e.mu);
+  return e.size;
+}
+
+void LogStore::wake() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ++generation_;
+  }
+  cv_.notify_all();
+}
+
+LogChunk LogStore::read(const LogKey& k, uint64_t offset, uint64_t max_bytes, std::chrono::milliseconds wait) {
+  LogChunk c;
+  c.offset = offset;
+  c.size = size(k);
+  if (c.size <= offset && wait.count() > 0) {
+    std::unique_lock<std::mutex> g(mu_);
+    uint64_t gen = generation_;
+    cv_.wait_for(g, wait, [&] { return generation_ != gen; });
+    g.unlock();
+    c.size = size(k);
+  }
+  if (c.size <= offset) return c;
+  uint64_t n = std::min<uint64_t>(c.size - offset, max_bytes);
+  c.data.resize(n);
+  int fd = ::open(path(k).c_str(), O_RDONLY);
+  if (fd < 0) throw Error("cannot read log " + path(k));
+  ssize_t got = ::pread(fd, c.data.data(), n, static_cast<off_t>(offset));
+  ::close(fd);
+  c.data.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  if (offset + c.data.size() < c.size) {
+    auto nl = c.data.rfind('\n');
+    if (nl != std::string::npos) c.data.resize(nl + 1);
+  }
+  return c;
+}
+
+uint64_t LogStore::tail_offset(const LogKey& k, uint64_t lines) {
+  uint64_t sz = size(k);
+  if (lines == 0) return sz;
+  int fd = ::open(path(k).c_str(), O_RDONLY);
+  if (fd < 0) return 0;
+  uint64_t pos = sz, found = 0;
+  std::vector<char> buf(64 * 1024);
+  bool first = true;
+  while (pos > 0) {
+    uint64_t n = std::min<uint64_t>(pos, buf.size());
+    pos -= n;
+    if (::pread(fd, buf.data(), n, static_cast<off_t>(pos)) != static_cast<ssize_t>(n)) break;
+    for (uint64_t i = n; i-- > 0;) {
+      if (buf[i] != '\n') continue;
+      if (first && pos + i == sz - 1) continue;  // the final newline ends the last line
+      if (++found == lines) {
+        ::close(fd);
+        return pos + i + 1;
+      }
+    }
+    first = false;
+  }
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace air::server

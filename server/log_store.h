@@ -1,0 +1,67 @@
+// Node logs as files: $home/runs/<run>/attempt_<k>/node_<n>.log, whose size is the append offset. Appends
+// are idempotent by offset (a retried chunk is neither lost nor repeated) and readers can long-poll for
+// growth, which is how `air logs --follow` sees a line within milliseconds of its arrival.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+namespace air::server {
+
+struct LogKey {
+  std::string run_id;
+  int attempt = 1, node = 0;
+  bool operator<(const LogKey& o) const {
+    return std::tie(run_id, attempt, node) < std::tie(o.run_id, o.attempt, o.node);
+  }
+};
+
+struct AppendResult {
+  bool gap = false;   // offset was beyond the stored size: nothing written
+  uint64_t size = 0;  // the stored size after the call
+};
+
+struct LogChunk {
+  uint64_t offset = 0;  // where data starts
+  uint64_t size = 0;    // the log's size when read
+  std::string data;
+};
+
+class LogStore {
+ public:
+  explicit LogStore(std::string runs_dir) : runs_dir_(std::move(runs_dir)) {}
+
+  std::string path(const LogKey& k) const;
+  // offset == size: append; offset + len <= size: no-op; offset < size < offset + len: append the tail;
+  // offset > size: gap.
+  AppendResult append(const LogKey& k, uint64_t offset, std::string_view data);
+  uint64_t size(const LogKey& k);
+  // Up to max_bytes from offset, cut at the last whole line when more remains. When nothing is there yet
+  // and wait > 0, waits for an append or a wake() (run state change) up to wait.
+  LogChunk read(const LogKey& k, uint64_t offset, uint64_t max_bytes, std::chrono::milliseconds wait);
+  // The offset where the last `lines` lines start.
+  uint64_t tail_offset(const LogKey& k, uint64_t lines);
+  // Wakes every waiting reader (a run ended, so "done" may have changed).
+  void wake();
+
+ private:
+  struct Entry {
+    std::mutex mu;
+    uint64_t size = 0;
+    bool loaded = false;
+  };
+  Entry& entry(const LogKey& k);
+
+  std::string runs_dir_;
+  std::mutex mu_;  // guards entries_ and the waiters' generation
+  std::map<LogKey, std::unique_ptr<Entry>> entries_;
+  std::condition_variable cv_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace air::server

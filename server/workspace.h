@@ -1,0 +1,142 @@
+// The workspace's core: runs and their attempts, the gang scheduler, tokens, and the stores. The HTTP
+// layer (server/http_api.h) is a thin mapping onto these methods. One lock guards the run table; a tick
+// thread enforces heartbeats, timeouts and stop grace periods.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/api.h"
+#include "server/backend.h"
+#include "server/blob_store.h"
+#include "server/log_store.h"
+#include "server/store.h"
+
+namespace air::server {
+
+// An error with an HTTP status; rendered as {"error": {"code", "message", "diagnostics"}}.
+struct HttpError : std::runtime_error {
+  HttpError(int status, std::string code, std::string message, std::vector<Diagnostic> diags = {})
+      : std::runtime_error(message), status(status), code(std::move(code)), diagnostics(std::move(diags)) {}
+  int status;
+  std::string code;
+  std::vector<Diagnostic> diagnostics;
+};
+
+struct WorkspaceOptions {
+  std::string home;      // state folder: workspace.db, blobs/, runs/
+  std::string bin_dir;   // given to agents (--bin-dir)
+  uint64_t max_snapshot_bytes = 4ull << 30;
+  int heartbeat_timeout_ms = 15000;  // an agent silent this long is lost
+  int stop_grace_ms = 10000;         // after "stop", agents still alive this long are killed
+  int tick_ms = 100;
+  int64_t minute_ms = 60000;         // how long timeout_minutes' minute lasts (shortened by e2e tests)
+  bool ticker = true;                // false: tests call tick() themselves
+  std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
+};
+
+// Who a bearer token belongs to: the admin (CLI), or the agents of one attempt of one run.
+struct Principal {
+  bool admin = false;
+  std::string run_id;
+  int attempt = 0;
+};
+
+struct LogRead {
+  LogChunk chunk;
+  bool done = false;  // the attempt ended: the log will not grow
+};
+
+class Workspace {
+ public:
+  Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend);
+  ~Workspace();
+
+  // Where agents reach this workspace; set once the HTTP server is bound.
+  void set_url(const std::string& url);
+  // Reloads every run, re-arms heartbeat windows for running attempts, starts the tick thread.
+  void start();
+  void stop();
+
+  std::string create_admin_token();  // returns the clear token; only its hash is kept
+  std::optional<Principal> authenticate(const std::string& token) const;
+
+  api::RunInfo submit(const api::SubmitRequest& req);
+  api::RunInfo get(const std::string& run_id) const;
+  api::RunList list(int limit, bool all_status) const;
+  api::CancelReply cancel(const std::string& run_id);
+
+  api::NodeSpec node_spec(const std::string& run_id, int attempt, int node) const;
+  api::NodeStatusReply node_status(const std::string& run_id, int attempt, int node,
+                                   const api::NodeStatusReport& report);
+  AppendResult append_log(const std::string& run_id, int attempt, int node, uint64_t offset,
+                          std::string_view data);
+  LogRead read_log(const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
+                   std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
+
+  BlobStore& blobs() { return blobs_; }
+  const WorkspaceOptions& options() const { return opts_; }
+  // One scheduler pass; the tick thread calls it, tests may too.
+  void tick();
+
+ private:
+  struct NodeRuntime {
+    int64_t last_seen_ms = 0;
+  };
+  struct Lingering {
+    int agent_pid;
+    int64_t deadline_ms;
+  };
+
+  int64_t now() const { return opts_.now_ms(); }
+  RunRecord& find(const std::string& run_id);
+  const RunRecord& find(const std::string& run_id) const;
+  api::AttemptInfo* current(RunRecord& r);
+  void check_node(const RunRecord& r, int attempt, int node) const;
+  void save(const RunRecord& r);
+  bool try_start_attempt(RunRecord& r);
+  void node_failed(RunRecord& r, int rank, std::optional<int> exit_code, const std::string& why,
+                   const std::vector<std::string>& lines);
+  void begin_stop(RunRecord& r, const std::string& kind, const std::string& reason);
+  void maybe_finish_attempt(RunRecord& r);
+  void finish_attempt(RunRecord& r);
+  void tick_run(RunRecord& r);
+  std::vector<std::string> allocate_gpus(int nodes, int per_node);
+  void release_gpus(RunRecord& r);
+  std::string new_run_id() const;
+
+  WorkspaceOptions opts_;
+  std::unique_ptr<Backend> backend_;
+  Store store_;
+  BlobStore blobs_;
+  LogStore logs_;
+  std::string url_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, RunRecord> runs_;
+  std::map<std::string, std::string> idempotency_;  // key -> run id
+  std::map<std::string, Principal> tokens_;         // sha256 hex -> who
+  std::map<std::tuple<std::string, int, int>, NodeRuntime> runtime_;
+  std::vector<Lingering> lingering_;
+  std::set<int> gpus_in_use_;
+  std::set<std::string> restarted_runs_;  // runs whose agents must re-attach after a workspace restart
+  int64_t seq_ = 0;
+
+  std::atomic<bool> stopping_{false};
+  std::thread ticker_;
+};
+
+// A random token (URL-safe, 32 bytes of entropy).
+std::string random_token();
+// A free TCP port on 127.0.0.1 (bound then released).
+int free_port();
+
+}  // namespace air::server

@@ -1,0 +1,58 @@
+# Shared by the run_*.sh scenarios: a private AIR_HOME, the air binary, JSON field access, waiting, cleanup.
+# Each scenario sources this file; it is not a test itself (the e2e glob takes *.sh only).
+set -euo pipefail
+
+: "${AIR_BIN_DIR:?AIR_BIN_DIR must name the folder holding the air binary}"
+AIR="$AIR_BIN_DIR/air"
+[ -x "$AIR" ] || { echo "skip: $AIR not built"; exit 125; }
+# The scenarios need the node agent (`air node`).
+"$AIR" node --help >/dev/null 2>&1 || { echo "skip: this air has no 'node' verb"; exit 125; }
+
+E2E_TMP="$(mktemp -d /tmp/air-e2e-XXXXXX)"
+export AIR_HOME="$E2E_TMP/home"
+export AIR_CONFIG_FILE="$E2E_TMP/no-config"
+unset AIR_HOST AIR_TOKEN
+mkdir -p "$AIR_HOME"
+
+cleanup() {
+  local rc=$?
+  "$AIR" server stop >/dev/null 2>&1 || true
+  if [ $rc -ne 0 ] && [ $rc -ne 125 ]; then
+    echo "---- failure ($rc); workspace log:"; tail -n 40 "$AIR_HOME/server.log" 2>/dev/null || true
+    for f in "$AIR_HOME"/runs/*/attempt_*/node_*.agent.log; do
+      [ -f "$f" ] && { echo "---- $f"; tail -n 20 "$f"; }
+    done
+  fi
+  rm -rf "$E2E_TMP"
+  exit $rc
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# json_get FILE_OR_- PYTHON_EXPR: evaluates EXPR with `d` bound to the parsed JSON.
+json_get() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]) if sys.argv[1] != "-" else sys.stdin); print(eval(sys.argv[2]))' "$@"
+}
+
+run_field() {  # run_field ID EXPR
+  "$AIR" -o json get run "$1" | json_get - "$2"
+}
+
+# wait_state ID STATE [SECONDS]
+wait_state() {
+  local id=$1 want=$2 secs=${3:-60} st=""
+  for _ in $(seq 1 $((secs * 10))); do
+    st=$(run_field "$id" 'd["state"]')
+    [ "$st" = "$want" ] && return 0
+    case "$st" in SUCCEEDED|FAILED|CANCELED|TIMED_OUT) [ "$st" != "$want" ] && fail "run $id ended $st, wanted $want";; esac
+    sleep 0.1
+  done
+  fail "run $id is $st after ${secs}s, wanted $want"
+}
+
+# submit FILE [air run flags...] -> prints the run id
+submit() {
+  local f=$1; shift
+  "$AIR" -o json run -f "$f" "$@" | json_get - 'd["run_id"]'
+}

@@ -1,0 +1,195 @@
+// The SQLite store: migrations, run round trips, tokens; and the log store's offset-idempotent appends.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "server/blob_store.h"
+#include "server/log_store.h"
+#include "server/store.h"
+
+namespace fs = std::filesystem;
+using namespace air::server;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/air-server-test-XXXXXX";
+    path = ::mkdtemp(t);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+RunRecord sample_run() {
+  RunRecord r;
+  r.seq = 7;
+  r.info.run_id = "abc123";
+  r.info.experiment_name = "exp";
+  r.info.state = "RUNNING";
+  r.info.num_nodes = 2;
+  r.info.idempotency_key = "key-1";
+  r.info.current_attempt = 2;
+  r.spec_json = R"({"command":"echo hi"})";
+  r.agent_pids = {101, 102};
+  for (int k = 1; k <= 2; ++k) {
+    air::api::AttemptInfo a;
+    a.number = k;
+    a.state = k == 1 ? "FAILED" : "RUNNING";
+    a.master_port = 20000 + k;
+    if (k == 1) {
+      a.failing_node = 1;
+      a.failing_exit_code = 3;
+      a.failing_lines = {"boom", "last"};
+      a.reason = "node 1 exited with code 3";
+    }
+    for (int n = 0; n < 2; ++n) {
+      air::api::NodeInfo ni;
+      ni.rank = n;
+      ni.state = k == 1 ? "FAILED" : "RUNNING";
+      if (k == 1) ni.exit_code = n == 1 ? 3 : 143;
+      ni.pid = 500 + n;
+      a.nodes.push_back(ni);
+    }
+    r.info.attempts.push_back(a);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("store: a fresh database is migrated to the latest schema, and reopening keeps it") {
+  TempDir d;
+  { Store s(d.path + "/w.db"); CHECK(s.schema_version() == 1); }
+  Store again(d.path + "/w.db");
+  CHECK(again.schema_version() == 1);
+  CHECK(again.load_runs().empty());
+}
+
+TEST_CASE("store: a run with attempts and nodes survives a reopen field by field") {
+  TempDir d;
+  { Store s(d.path + "/w.db"); s.save_run(sample_run()); }
+  Store s(d.path + "/w.db");
+  auto runs = s.load_runs();
+  REQUIRE(runs.size() == 1);
+  const RunRecord& r = runs[0];
+  CHECK(r.info.run_id == "abc123");
+  CHECK(r.seq == 7);
+  CHECK(r.spec_json == R"({"command":"echo hi"})");
+  CHECK(r.info.current_attempt == 2);
+  REQUIRE(r.info.attempts.size() == 2);
+  CHECK(r.info.attempts[0].failing_node == 1);
+  CHECK(r.info.attempts[0].failing_exit_code == 3);
+  CHECK(r.info.attempts[0].failing_lines == std::vector<std::string>{"boom", "last"});
+  CHECK(r.info.attempts[1].master_port == 20002);
+  REQUIRE(r.info.attempts[1].nodes.size() == 2);
+  CHECK(r.info.attempts[1].nodes[1].pid == 501);
+  CHECK_FALSE(r.info.attempts[1].nodes[1].exit_code.has_value());
+  CHECK(r.agent_pids == std::vector<int>{101, 102});
+  CHECK(s.max_seq() == 7);
+}
+
+TEST_CASE("store: saving a run again replaces it; the idempotency key stays unique") {
+  TempDir d;
+  Store s(d.path + "/w.db");
+  RunRecord r = sample_run();
+  s.save_run(r);
+  r.info.state = "SUCCEEDED";
+  s.save_run(r);
+  auto runs = s.load_runs();
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].info.state == "SUCCEEDED");
+  RunRecord other = sample_run();
+  other.info.run_id = "other";
+  CHECK_THROWS_AS(s.save_run(other), air::Error);  // same idempotency key, different run
+  CHECK(s.load_runs().size() == 1);                  // and the failed save left nothing behind
+}
+
+TEST_CASE("store: tokens are kept by hash and scope, and a scope can be revoked") {
+  TempDir d;
+  Store s(d.path + "/w.db");
+  s.add_token(sha256_hex("secret-a"), "admin");
+  s.add_token(sha256_hex("secret-b"), "run:abc:1");
+  s.delete_tokens("run:abc:1");
+  auto t = s.tokens();
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].first == sha256_hex("secret-a"));
+  CHECK(t[0].first != "secret-a");
+  CHECK(t[0].second == "admin");
+}
+
+TEST_CASE("log store: appends are idempotent by offset") {
+  TempDir d;
+  LogStore logs(d.path);
+  LogKey k{"r1", 1, 0};
+  CHECK(logs.append(k, 0, "a\nb\n").size == 4);            // offset == size: append
+  CHECK(logs.append(k, 0, "a\nb\n").size == 4);            // already have it: no-op
+  CHECK(logs.append(k, 2, "b\n").size == 4);               // inside: no-op
+  auto overlap = logs.append(k, 2, "b\nc\n");              // straddles the end: only the tail
+  CHECK(overlap.size == 6);
+  CHECK_FALSE(overlap.gap);
+  auto gap = logs.append(k, 9, "z\n");                     // beyond the end: gap, nothing written
+  CHECK(gap.gap);
+  CHECK(gap.size == 6);
+  CHECK(slurp(logs.path(k)) == "a\nb\nc\n");
+  LogStore reopened(d.path);                               // the size comes back from the file
+  CHECK(reopened.size(k) == 6);
+  CHECK(reopened.append(k, 6, "d\n").size == 8);
+}
+
+TEST_CASE("log store: reads cut at whole lines, tails count lines, and a waiting read wakes on append") {
+  TempDir d;
+  LogStore logs(d.path);
+  LogKey k{"r1", 2, 1};
+  logs.append(k, 0, "one\ntwo\nthree\n");
+  CHECK(logs.tail_offset(k, 1) == 8);
+  CHECK(logs.tail_offset(k, 2) == 4);
+  CHECK(logs.tail_offset(k, 10) == 0);
+  CHECK(logs.tail_offset(k, 0) == 14);
+  auto c = logs.read(k, 0, 6, std::chrono::milliseconds(0));
+  CHECK(c.data == "one\n");
+  CHECK(c.size == 14);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    logs.append(k, 14, "four\n");
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto w = logs.read(k, 14, 1 << 20, std::chrono::milliseconds(5000));
+  writer.join();
+  CHECK(w.data == "four\n");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));
+}
+
+TEST_CASE("blob store: an upload is accepted only when its content matches its name") {
+  TempDir d;
+  BlobStore blobs(d.path);
+  std::string good = sha256_hex("hello");
+  {
+    auto w = blobs.begin(good, 100);
+    REQUIRE(w->write("hel", 3));
+    REQUIRE(w->write("lo", 2));
+    w->commit();
+  }
+  CHECK(blobs.has(good));
+  CHECK(blobs.size(good) == 5);
+  std::string wrong = sha256_hex("other");
+  {
+    auto w = blobs.begin(wrong, 100);
+    w->write("hello", 5);
+    CHECK_THROWS_AS(w->commit(), air::Error);
+  }
+  CHECK_FALSE(blobs.has(wrong));
+  CHECK(fs::is_empty(d.path + "/tmp"));  // the rejected upload left no file behind
+  auto big = blobs.begin(sha256_hex("x"), 4);
+  CHECK_FALSE(big->write("12345", 5));
+}

@@ -1,0 +1,67 @@
+// air-train's settings: one typed struct, read from the YAML at HYPERPARAMETERS_PATH (or --config FILE)
+// with `--set key=value` overrides. Unknown keys are errors with a did-you-mean hint.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace air::train {
+
+struct TrainConfig {
+  // The reference script's keys (same names, same defaults).
+  std::string model_name;
+  std::string dataset_name;
+  int64_t max_seq_len = 1024;
+  int64_t per_device_batch_size = 4;
+  int64_t gradient_accumulation_steps = 2;
+  double learning_rate = 2e-5;
+  int64_t max_steps = 100;
+  std::string output_dir = "/tmp/llama-sft";
+  // Ours.
+  int64_t seed = 42;
+  int64_t warmup_steps = 0;
+  std::string lr_schedule = "constant";  // constant | cosine
+  double min_lr_ratio = 0.1;             // cosine floor, as a fraction of learning_rate
+  double weight_decay = 0.01;            // torch.optim.AdamW's default, as the reference uses it
+  std::vector<double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double grad_clip = 1.0;                // max global gradient norm; 0 disables
+  std::string dtype = "auto";            // auto (bf16 on GPU, fp32 on CPU) | bf16 | fp32: the compute dtype
+  std::string master_dtype = "fp32";     // fp32 | bf16: parameters, gradients and AdamW state
+  std::string device = "auto";           // auto | cpu | cuda
+  bool packing = false;                  // several examples per row instead of one padded example
+  bool activation_checkpointing = true;  // recompute each block in backward
+  std::string init = "pretrained";       // pretrained (weights from model_name) | random
+  std::string fused_adamw = "auto";      // auto | on | off (at::_fused_adamw_ on CUDA with libtorch >= 2)
+  int64_t log_every = 1;
+  int64_t max_examples = 0;              // 0 = the whole dataset
+  std::string tokenizer_path;            // default: <model>/tokenizer.json
+  bool save = true;                      // write the consolidated checkpoint at the end
+  std::string save_dtype = "auto";       // auto (bf16 when training in bf16, else fp32) | bf16 | fp32
+  std::string max_shard_size = "5GB";    // shard model.safetensors above this size (as save_pretrained)
+  std::string metrics_file;              // also append the JSON lines here (rank 0)
+
+  // Where each key's value came from: "default", "<file>:<line>", or "--set".
+  std::map<std::string, std::string> origin;
+};
+
+// The keys and a one-line description of each, in printing order.
+const std::vector<std::pair<std::string, std::string>>& config_keys();
+
+// Reads YAML text (a mapping; `name` is the file name in errors). Every problem is reported at once in
+// one air::Error (exit code 2) with file:line:col locations.
+void apply_yaml(TrainConfig& c, const std::string& yaml_text, const std::string& name);
+// Applies one `key=value` (value parsed as a YAML scalar or flow list).
+void apply_override(TrainConfig& c, const std::string& assignment);
+// Checks ranges and combinations (required keys, positive sizes, enum values).
+void validate(const TrainConfig& c);
+// Prints every key with its value and origin, one per line.
+std::string render_config(const TrainConfig& c);
+
+// Parses sizes like "5GB", "500MB", "1000000" into bytes (decimal units, as transformers).
+uint64_t parse_size(const std::string& text);
+// The closest key by edit distance, or "" when none is close.
+std::string closest_key(const std::string& key);
+
+}  // namespace air::train

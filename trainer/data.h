@@ -1,0 +1,99 @@
+// Instruction data: Alpaca records (instruction / input / output) from JSON or JSONL, formatted like the
+// reference script, tokenized with the loss masked to the response, then batched padded (one example per
+// row, like the reference) or packed (several per row, positions restarting per example). The row order
+// is a deterministic function of the seed, and each rank reads its own disjoint rows of every step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace air::train {
+
+struct AlpacaRecord {
+  std::string instruction, input, output;
+};
+
+// Reads a .json file (a list of records) or a .jsonl file (one record per line). Errors name the file and
+// the record (line for JSONL).
+std::vector<AlpacaRecord> read_alpaca(const std::string& path);
+
+// "### Instruction:\n{instruction}\n\n" ["### Input:\n{input}\n\n"] "### Response:\n" (the reference's).
+std::string format_prompt(const AlpacaRecord& r);
+
+// What the data needs from a tokenizer.
+struct TextEncoder {
+  std::function<std::vector<int32_t>(const std::string&)> encode;  // no special tokens added
+  std::optional<int32_t> bos;  // prepended when set (Llama 3's tokenizer adds <|begin_of_text|>)
+  int32_t eos = 0;             // appended after the response (the reference appends eos_token)
+  int32_t pad = 0;             // fills padded rows; never a target
+};
+
+// One tokenized example: [bos] prompt response eos. Tokens from prompt_len on are trained on.
+struct Example {
+  std::vector<int32_t> ids;
+  int64_t prompt_len = 0;
+};
+
+Example make_example(const AlpacaRecord& r, const TextEncoder& enc);
+
+struct DataOptions {
+  int64_t max_seq_len = 1024;
+  int64_t micro_batch_size = 4;  // rows per micro-batch per rank
+  int64_t grad_accum = 1;
+  int64_t rank = 0, world_size = 1;
+  bool packing = false;
+  uint64_t seed = 42;
+  int32_t pad_id = 0;
+};
+
+// One micro-batch, on the CPU. targets are already shifted: targets[b][t] is the token position t must
+// predict, or -100 (prompt, padding, across an example boundary).
+struct MicroBatch {
+  at::Tensor input_ids;  // int64 [B, T]
+  at::Tensor targets;    // int64 [B, T]
+  at::Tensor positions;  // int64 [B, T]
+  at::Tensor segments;   // int32 [B, T]: example number in its row (0 = padding); undefined when not packing
+  int64_t real_tokens = 0;    // non-padding input tokens
+  int64_t target_tokens = 0;  // positions with a target
+};
+
+// One optimizer step's data for this rank, and the totals over every rank's rows (so the loss can be
+// normalised by the global number of target tokens and the curve is the same at any world size).
+struct StepBatch {
+  std::vector<MicroBatch> micro;
+  int64_t global_rows = 0, global_real_tokens = 0, global_target_tokens = 0;
+  int64_t epoch = 0;
+};
+
+class DataLoader {
+ public:
+  DataLoader(std::vector<Example> examples, DataOptions options);
+  StepBatch next();
+  int64_t rows_per_epoch() const { return static_cast<int64_t>(rows_.size()); }
+  int64_t rows_per_step() const { return o_.world_size * o_.micro_batch_size * o_.grad_accum; }
+
+  // Where the next step starts (for resumable checkpoints).
+  struct Position {
+    int64_t epoch = 0, cursor = 0;
+  };
+  Position position() const { return {epoch_, cursor_}; }
+  void seek(Position p);
+
+ private:
+  using Row = std::vector<uint32_t>;  // example indices laid out in the row
+  void build_epoch(int64_t epoch);
+  MicroBatch materialize(const std::vector<const Row*>& rows) const;
+  int64_t row_targets(const Row& r) const;
+  int64_t row_real(const Row& r) const;
+
+  std::vector<Example> examples_;
+  DataOptions o_;
+  std::vector<Row> rows_;
+  int64_t epoch_ = 0, cursor_ = 0;
+};
+
+}  // namespace air::train

@@ -1,0 +1,276 @@
+// The training loop, read top to bottom: configuration -> tokenizer -> data -> model/engine -> steps ->
+// checkpoint. Rank-aware throughout: each rank reads its own rows and only rank 0 prints and saves.
+#include "trainer/trainer.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "trainer/engine.h"
+#include "trainer/metrics.h"
+#include "trainer/optim.h"
+#include "trainer/sources.h"
+#include "trainer/tokenizer.h"
+
+namespace air::train {
+namespace fs = std::filesystem;
+namespace {
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  try {
+    return std::stoll(v);
+  } catch (...) {
+    throw usage_error(std::string(name) + "='" + v + "' is not an integer");
+  }
+}
+
+// The special token a tokenizer_config.json names ("eos_token": "<|end_of_text|>" or {"content": ...}).
+std::optional<int32_t> special_from_config(const Tokenizer& tok, const fs::path& dir, const char* key) {
+  std::ifstream in(dir / "tokenizer_config.json");
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.contains(key)) return std::nullopt;
+  const auto& v = j[key];
+  std::string text = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
+  return text.empty() ? std::nullopt : tok.token_to_id(text);
+}
+
+TextEncoder make_encoder(const Tokenizer& tok, const std::string& tok_path, const LlamaConfig& mc) {
+  const fs::path dir = fs::path(tok_path).parent_path();
+  TextEncoder enc;
+  enc.encode = [&tok](const std::string& s) { return tok.encode(s, false); };
+  enc.bos = tok.bos_id();
+  auto eos = special_from_config(tok, dir, "eos_token");
+  if (!eos) eos = tok.eos_id();
+  if (!eos && !mc.eos_token_ids.empty()) eos = static_cast<int32_t>(mc.eos_token_ids[0]);
+  if (!eos) throw Error(tok_path + ": the tokenizer has no end-of-sequence token, and config.json names none");
+  enc.eos = *eos;
+  auto pad = special_from_config(tok, dir, "pad_token");
+  if (!pad) pad = tok.pad_id();
+  enc.pad = pad.value_or(enc.eos);  // the reference pads with eos; padding is never a target here
+  return enc;
+}
+
+at::Device pick_device(const TrainConfig& c, int64_t local_rank) {
+  const bool cuda = at::hasCUDA();
+  if (c.device == "cuda" && !cuda) throw Error("device: cuda, but this libtorch build or machine has no CUDA GPU");
+  if (c.device == "cpu" || !cuda) return at::Device(at::kCPU);
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+std::unique_ptr<Engine> make_engine(const EngineSetup& s) {
+  // The FSDP engine plugs in here for world sizes above 1.
+  if (s.world_size > 1)
+    throw Error("WORLD_SIZE=" + std::to_string(s.world_size) + ", but this build of air-train has no sharded engine",
+                "run one process, or use a build with FSDP");
+  return make_local_engine(s);
+}
+
+struct Loaded {
+  EngineSetup setup;
+  std::vector<Example> examples;
+  TextEncoder encoder;
+  std::string tokenizer_path;
+};
+
+std::vector<Example> load_examples(const TrainConfig& c, const TextEncoder& enc, std::ostream& log) {
+  std::vector<Example> out;
+  int64_t tokens = 0, truncated = 0;
+  for (const auto& file : resolve_dataset_files(c.dataset_name)) {
+    for (const auto& r : read_alpaca(file)) {
+      if (c.max_examples > 0 && static_cast<int64_t>(out.size()) >= c.max_examples) break;
+      out.push_back(make_example(r, enc));
+      tokens += static_cast<int64_t>(out.back().ids.size());
+      truncated += static_cast<int64_t>(out.back().ids.size()) > c.max_seq_len;
+    }
+  }
+  if (out.empty()) throw Error("dataset " + c.dataset_name + " has no records");
+  log << "data: " << out.size() << " examples, " << tokens << " tokens (mean "
+      << tokens / static_cast<int64_t>(out.size()) << "), " << truncated << " longer than max_seq_len "
+      << c.max_seq_len << " (truncated)\n";
+  return out;
+}
+
+}  // namespace
+
+TrainResult run_training(TrainConfig c, std::ostream& out) {
+  validate(c);
+  EngineSetup s;
+  s.rank = env_int("RANK", 0);
+  s.world_size = env_int("WORLD_SIZE", 1);
+  s.local_rank = env_int("LOCAL_RANK", 0);
+  std::ostringstream sink;
+  std::ostream& log = s.rank == 0 ? out : sink;
+  log << render_config(c);
+
+  s.model_dir = resolve_model_dir(c.model_name);
+  s.model_config = load_llama_config((fs::path(s.model_dir) / "config.json").string());
+  const std::string tok_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
+  if (!fs::exists(tok_path))
+    throw Error("no tokenizer at " + tok_path, "put tokenizer.json in the model folder or set tokenizer_path");
+  Tokenizer tok = [&] {
+    try {
+      return Tokenizer::from_file(tok_path);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(std::string("cannot load tokenizer: ") + e.what());
+    }
+  }();
+  TextEncoder enc = make_encoder(tok, tok_path, s.model_config);
+  if (tok.vocab_size() > s.model_config.vocab_size)
+    throw Error("the tokenizer has " + std::to_string(tok.vocab_size()) + " tokens but the model's vocab_size is " +
+                std::to_string(s.model_config.vocab_size));
+
+  s.device = pick_device(c, s.local_rank);
+  s.compute_dtype = c.dtype == "bf16" || (c.dtype == "auto" && s.device.is_cuda()) ? at::kBFloat16 : at::kFloat;
+  s.master_dtype = c.master_dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  s.config = c;
+  const auto& mc = s.model_config;
+  log << "model: " << s.model_dir << " | " << mc.num_hidden_layers << " layers, hidden " << mc.hidden_size
+      << ", heads " << mc.num_attention_heads << "/" << mc.num_key_value_heads << ", vocab " << mc.vocab_size
+      << (mc.tie_word_embeddings ? ", tied" : ", untied") << " | " << mc.num_parameters() << " parameters | init "
+      << c.init << "\n";
+  log << "tokenizer: " << tok_path << " | bos " << (enc.bos ? std::to_string(*enc.bos) : "none") << ", eos "
+      << enc.eos << ", pad " << enc.pad << "\n";
+
+  DataOptions dopt{c.max_seq_len, c.per_device_batch_size, c.gradient_accumulation_steps, s.rank, s.world_size,
+                   c.packing, static_cast<uint64_t>(c.seed), enc.pad};
+  DataLoader loader(load_examples(c, enc, log), dopt);
+  log << "data: " << loader.rows_per_epoch() << " rows per epoch (" << (c.packing ? "packed" : "padded") << " to "
+      << c.max_seq_len << "), " << loader.rows_per_step() << " rows per step = " << s.world_size << " ranks x "
+      << c.per_device_batch_size << " x " << c.gradient_accumulation_steps << " accumulation\n";
+
+  SaveOptions save{c.output_dir,
+                   c.save_dtype == "bf16" || (c.save_dtype == "auto" && s.compute_dtype == at::kBFloat16) ? at::kBFloat16
+                                                                                                           : at::kFloat,
+                   parse_size(c.max_shard_size), s.model_dir, tok_path};
+  if (c.save && s.rank == 0) check_output_dir(c.output_dir);
+
+  auto engine = make_engine(s);
+  log << "engine: " << engine->describe() << "\n" << std::flush;
+  std::ofstream metrics_file;
+  if (!c.metrics_file.empty() && s.rank == 0) metrics_file.open(c.metrics_file, std::ios::app);
+
+  TrainResult result;
+  const double flops_per_token = mc.train_flops_per_token(c.max_seq_len);
+  reset_peak_memory(s.device);
+  for (int64_t step = 1; step <= c.max_steps; ++step) {
+    synchronize(s.device);
+    auto t0 = std::chrono::steady_clock::now();
+    StepBatch batch = loader.next();
+    const double scale = 1.0 / static_cast<double>(std::max<int64_t>(1, batch.global_target_tokens));
+    at::Tensor loss = at::zeros({}, at::TensorOptions().device(s.device).dtype(at::kFloat));
+    for (const auto& mb : batch.micro) loss = loss + engine->forward_backward(mb, scale);
+    at::Tensor norm = engine->clip_grad_norm(c.grad_clip);
+    const double lr = lr_at(c, step);
+    engine->optimizer_step(lr);
+    engine->zero_grad();
+    loss = engine->all_reduce_sum(loss) * scale;
+    StepMetrics m;
+    m.loss = loss.item<double>();  // waits for the step's work
+    m.grad_norm = norm.item<double>();
+    synchronize(s.device);
+    m.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.step = step;
+    m.max_steps = c.max_steps;
+    m.epoch = batch.epoch;
+    m.lr = lr;
+    m.padded_tokens = batch.global_rows * c.max_seq_len;
+    m.real_tokens = batch.global_real_tokens;
+    m.target_tokens = batch.global_target_tokens;
+    m.flops_per_token = flops_per_token;
+    m.world_size = s.world_size;
+    m.peak_memory_gib = peak_memory_gib(s.device);
+    result.losses.push_back(m.loss);
+    result.grad_norms.push_back(m.grad_norm);
+    if (step % c.log_every == 0 || step == c.max_steps || step == 1) {
+      log << human_line(m) << "\n" << json_line(m) << "\n" << std::flush;
+      if (metrics_file.is_open()) metrics_file << json_line(m) << "\n" << std::flush;
+    }
+  }
+  if (c.save) {
+    engine->save(save);
+    if (s.rank == 0) {
+      result.checkpoint_dir = c.output_dir;
+      log << "saved checkpoint to " << c.output_dir << "\n";
+    }
+  }
+  return result;
+}
+
+int train_main(int argc, char** argv) {
+  try {
+    TrainConfig c;
+    std::string config_path;
+    std::vector<std::string> sets;
+    bool print_only = false;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&](const std::string& flag) -> std::string {
+        if (i + 1 >= argc) throw usage_error(flag + " needs a value");
+        return argv[++i];
+      };
+      if (a == "-h" || a == "--help") {
+        std::cout << "usage: air-train [--config FILE] [--set key=value]... [--print-config]\n"
+                     "Reads settings from --config FILE, else the YAML at $HYPERPARAMETERS_PATH.\n\nsettings:\n";
+        for (const auto& [k, help] : config_keys()) std::cout << "  " << k << ": " << help << "\n";
+        return 0;
+      } else if (a == "--config") {
+        config_path = value(a);
+      } else if (a.rfind("--config=", 0) == 0) {
+        config_path = a.substr(9);
+      } else if (a == "--set") {
+        sets.push_back(value(a));
+      } else if (a.rfind("--set=", 0) == 0) {
+        sets.push_back(a.substr(6));
+      } else if (a == "--print-config") {
+        print_only = true;
+      } else {
+        throw usage_error("unknown argument '" + a + "'", "see air-train --help");
+      }
+    }
+    if (config_path.empty())
+      if (const char* hp = std::getenv("HYPERPARAMETERS_PATH"); hp && *hp) config_path = hp;
+    if (!config_path.empty()) {
+      std::ifstream in(config_path);
+      if (!in) throw usage_error("cannot read configuration " + config_path);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      apply_yaml(c, ss.str(), config_path);
+    }
+    for (const auto& s : sets) apply_override(c, s);
+    if (print_only) {
+      validate(c);
+      std::cout << render_config(c);
+      return 0;
+    }
+    run_training(c, std::cout);
+    return 0;
+  } catch (const Error& e) {
+    std::cout << std::flush;
+    std::cerr << "air-train: error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {  // libtorch's own (out of memory, device errors): no C++ backtrace
+    std::cout << std::flush;
+    std::cerr << "air-train: error: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cout << std::flush;
+    std::cerr << "air-train: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace air::train

@@ -1,0 +1,26 @@
+// air-train's top level: read the configuration, build tokenizer, data, model and engine, run the loop,
+// save the checkpoint. train_main() is the whole program; run_training() is the same loop for tests.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "trainer/config.h"
+
+namespace air::train {
+
+struct TrainResult {
+  std::vector<double> losses;      // per step (every step, whatever log_every says)
+  std::vector<double> grad_norms;  // per step, before clipping
+  std::string checkpoint_dir;      // "" when not saved
+};
+
+// Runs a whole training job in this process. Output (configuration, step lines) goes to `out` on rank 0.
+TrainResult run_training(TrainConfig config, std::ostream& out);
+
+// Parses arguments (--config FILE, --set key=value, --print-config, --help) and the environment
+// (HYPERPARAMETERS_PATH, RANK, WORLD_SIZE, LOCAL_RANK); returns the exit code. Errors print as
+// `air-train: error: ...` with a hint line.
+int train_main(int argc, char** argv);
+
+}  // namespace air::train
