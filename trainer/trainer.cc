@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "trainer/engine.h"
+#include "trainer/fsdp_engine.h"
 #include "trainer/metrics.h"
 #include "trainer/optim.h"
 #include "trainer/sources.h"
@@ -69,10 +70,8 @@ at::Device pick_device(const TrainConfig& c, int64_t local_rank) {
 }
 
 std::unique_ptr<Engine> make_engine(const EngineSetup& s) {
-  // The FSDP engine plugs in here for world sizes above 1.
-  if (s.world_size > 1)
-    throw Error("WORLD_SIZE=" + std::to_string(s.world_size) + ", but this build of air-train has no sharded engine",
-                "run one process, or use a build with FSDP");
+  // More than one rank: the FSDP engine (trainer/fsdp_engine.h) shards the model over all of them.
+  if (s.world_size > 1) return make_fsdp_engine(s);
   return make_local_engine(s);
 }
 

@@ -2,6 +2,9 @@
 // through air-torchrun on loopback with Gloo, must reproduce a plain single-process libtorch run (no FSDP
 // code at all: torch::optim::AdamW and clip_grad_norm_) step for step. Workers are this test binary,
 // re-entered through the hidden test case "fsdp toy worker".
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -16,13 +19,21 @@
 #include "core/error.h"
 #include "trainer/dist.h"
 #include "trainer/fsdp.h"
+#include "trainer/sharded_checkpoint.h"
+
+// Sharded checkpoints need the trainer's safetensors code.
+#if __has_include("trainer/safetensors.h")
+#define AIR_HAVE_SHARDED_CHECKPOINT 1
+#else
+#define AIR_HAVE_SHARDED_CHECKPOINT 0
+#endif
 
 namespace fs = std::filesystem;
 using air::train::Fsdp;
 
 namespace {
 
-constexpr int64_t kVocab = 37, kDim = 15, kHidden = 22, kBlocks = 3, kSeq = 8, kGlobalBatch = 6;
+constexpr int64_t kVocab = 37, kDim = 15, kHidden = 22, kBlocks = 3, kSeq = 8, kGlobalBatch = 12;
 constexpr int kSteps = 5;
 constexpr double kLr = 3e-2, kWeightDecay = 0.01, kClip = 1.0;
 
@@ -66,7 +77,8 @@ std::pair<torch::Tensor, torch::Tensor> global_batch(int step) {
 }
 
 struct RunResult {
-  std::vector<double> losses;
+  std::vector<double> losses;  // by step
+  int first_step = 0;
   std::map<std::string, torch::Tensor> weights;
   std::string log;
 };
@@ -106,8 +118,10 @@ RunResult parse_result(const fs::path& file) {
     std::string kind, name;
     words >> kind;
     if (kind == "loss") {
+      int step;
       double v;
-      words >> v;
+      words >> step >> v;
+      if (r.losses.empty()) r.first_step = step;
       r.losses.push_back(v);
     } else if (kind == "param") {
       words >> name;
@@ -125,10 +139,11 @@ struct Launch {
   RunResult result;
 };
 
-Launch launch(const std::string& torchrun_options, const std::string& env) {
+// `before` is shell text run first (another node started in the background).
+Launch launch(const std::string& torchrun_options, const std::string& env, const std::string& before = "") {
   char tmpl[] = "/tmp/air-fsdp-test-XXXXXX";
   fs::path dir = mkdtemp(tmpl);
-  std::string cmd = "AIR_FSDP_TOY_OUT=" + (dir / "out.txt").string() + " " + env + " " + AIR_BIN_DIR +
+  std::string cmd = before + " AIR_FSDP_TOY_OUT=" + (dir / "out.txt").string() + " " + env + " " + AIR_BIN_DIR +
                     "/air-torchrun " + torchrun_options + " " + self_exe() + " 'fsdp toy worker' 2>&1";
   Launch l;
   FILE* p = popen(cmd.c_str(), "r");
@@ -149,10 +164,11 @@ const RunResult& reference() {
 
 void check_matches_reference(const RunResult& got) {
   const RunResult& want = reference();
-  REQUIRE(got.losses.size() == want.losses.size());
-  for (size_t i = 0; i < want.losses.size(); ++i) {
-    INFO("step " << i << ": " << got.losses[i] << " vs " << want.losses[i]);
-    CHECK(std::abs(got.losses[i] - want.losses[i]) <= 1e-4 * std::abs(want.losses[i]));
+  REQUIRE(got.first_step + got.losses.size() == want.losses.size());
+  for (size_t k = 0; k < got.losses.size(); ++k) {
+    size_t i = got.first_step + k;
+    INFO("step " << i << ": " << got.losses[k] << " vs " << want.losses[i]);
+    CHECK(std::abs(got.losses[k] - want.losses[i]) <= 1e-4 * std::abs(want.losses[i]));
   }
   CHECK(want.losses.back() < want.losses.front());  // it trains: the comparison is not between constants
   REQUIRE(got.weights.size() == want.weights.size());
@@ -202,9 +218,17 @@ TEST_CASE("fsdp toy worker", "[.]") {
     fsdp.add_unit("block" + std::to_string(i), params);
   }
 
+  // Resume: continue from the sharded checkpoint when there is one; stop (after saving) at AIR_FSDP_TOY_STOP.
+  const char* ckpt = std::getenv("AIR_FSDP_TOY_CKPT");
+  int stop = env_or("AIR_FSDP_TOY_STOP", kSteps);
+  air::train::LoopState loop;
+#if AIR_HAVE_SHARDED_CHECKPOINT
+  if (ckpt) air::train::load_sharded_checkpoint(fsdp, ckpt, loop);
+#endif
+
   std::ostringstream out;
   out.precision(10);
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = static_cast<int>(loop.step); step < stop; ++step) {
     fsdp.zero_grad();
     auto [tokens, targets] = global_batch(step);
     auto loss_sum = torch::zeros({1});
@@ -225,7 +249,10 @@ TEST_CASE("fsdp toy worker", "[.]") {
     fsdp.clip_grad_norm(kClip);
     fsdp.step({kLr, 0.9, 0.999, 1e-8, kWeightDecay});
     dist->all_reduce_sum(loss_sum);
-    out << "loss " << loss_sum.item<double>() << "\n";
+    out << "loss " << step << " " << loss_sum.item<double>() << "\n";
+#if AIR_HAVE_SHARDED_CHECKPOINT
+    if (ckpt && step + 1 == stop) air::train::save_sharded_checkpoint(fsdp, ckpt, {step + 1, 0, 0, 0});
+#endif
   }
   for (size_t u = 0; u < fsdp.units().size(); ++u) {
     for (const auto& [name, value] : fsdp.gather_full_params(u, torch::kFloat)) {
@@ -251,6 +278,62 @@ TEST_CASE("fsdp world 3 (uneven shards, accumulation) matches a plain single-pro
 }
 
 TEST_CASE("fsdp once-per-step gradient sync matches a plain single-process run") { check_run(2, 3, "once"); }
+
+#if AIR_HAVE_SHARDED_CHECKPOINT
+void check_resume(int first_world, int second_world) {
+  char tmpl[] = "/tmp/air-fsdp-ckpt-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  std::string env = "AIR_FSDP_TOY_CKPT=" + dir.string();
+  auto first = launch("--standalone --nproc_per_node " + std::to_string(first_world), env + " AIR_FSDP_TOY_STOP=3");
+  INFO(first.output);
+  REQUIRE(first.code == 0);
+  CHECK(fs::exists(dir / "latest"));
+  CHECK(fs::exists(dir / "step-00000003" / "state.json"));
+  auto second = launch("--standalone --nproc_per_node " + std::to_string(second_world), env);
+  INFO(second.output);
+  REQUIRE(second.code == 0);
+  CHECK(second.result.first_step == 3);  // it resumed instead of starting over
+  check_matches_reference(second.result);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fsdp resume from a sharded checkpoint continues the same curve") { check_resume(2, 2); }
+
+TEST_CASE("fsdp resume with another world size reshards the checkpoint") { check_resume(3, 2); }
+#endif
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST_CASE("fsdp 2 nodes x 2 ranks through two air-torchrun instances matches a plain run") {
+  std::string common = "--nnodes 2 --nproc_per_node 2 --master_addr 127.0.0.1 --master_port " +
+                       std::to_string(free_port()) + " --node_rank ";
+  // Node 1 runs in the background; node 0 (rank 0 writes the result) in the foreground.
+  char tmpl[] = "/tmp/air-fsdp-node1-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  std::string node1 = "(" + std::string(AIR_BIN_DIR) + "/air-torchrun " + common + "1 " + self_exe() +
+                      " 'fsdp toy worker' > " + (dir / "node1.log").string() + " 2>&1; echo $? > " +
+                      (dir / "node1.code").string() + ") &";
+  auto node0 = launch(common + "0", "AIR_FSDP_TOY_ACCUM=1", node1);
+  for (int i = 0; i < 600 && !fs::exists(dir / "node1.code"); ++i) usleep(100000);
+  std::ifstream code_in(dir / "node1.code");
+  int node1_code = -1;
+  code_in >> node1_code;
+  INFO(node0.output);
+  CHECK(node0.code == 0);
+  CHECK(node1_code == 0);
+  check_matches_reference(node0.result);
+  fs::remove_all(dir);
+}
 
 TEST_CASE("fsdp a crashing rank stops every rank and air-torchrun names it") {
   auto l = launch("--standalone --nproc_per_node 3 --grace_period 5",
