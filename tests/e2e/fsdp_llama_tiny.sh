@@ -8,6 +8,7 @@ BIN=${AIR_BIN_DIR:?} SRC=${AIR_SOURCE_DIR:?}
 [ -x "$BIN/air-train" ] && [ -x "$BIN/air-torchrun" ] || { echo "skip: air-train / air-torchrun not built"; exit 125; }
 [ -f "$SRC/examples/tiny_model/config.json" ] && [ -f "$SRC/examples/data/alpaca_tiny.json" ] || {
   echo "skip: examples/tiny_model or examples/data/alpaca_tiny.json missing"; exit 125; }
+[ -f "$SRC/examples/tiny_model/tokenizer.json" ] || { echo "skip: examples/tiny_model/tokenizer.json missing"; exit 125; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
