@@ -25,11 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-// `air node` runs from this same binary and unpacks snapshots; a strong reference keeps core's unpacker
-// linked in even where the agent only refers to it weakly.
-[[gnu::used]] void (*const kKeepUnpack)(const std::string&, const std::string&, const UnpackLimits&) =
-    &air::unpack_snapshot;
-
 std::string mb(uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
 
 uint64_t snapshot_limit_bytes() {
