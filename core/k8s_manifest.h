@@ -56,7 +56,8 @@ K8sNames k8s_names(const Workload& w, const K8sOptions& o = {});
 std::string k8s_secret_name(const std::string& scope);
 
 // Renders objects as YAML documents separated by "---" (what `kubectl apply -f -` reads). Strings are
-// double-quoted (so "1" stays a string) except multi-line ones, which become literal blocks.
+// plain where nothing else could be read, else double-quoted (so "1" stays a string); multi-line ones become
+// literal blocks.
 std::string k8s_yaml_documents(const nlohmann::json& objects);
 // {"apiVersion": "v1", "kind": "List", "items": objects}: one JSON document kubectl also applies.
 nlohmann::json k8s_list(const nlohmann::json& objects);

@@ -1,6 +1,6 @@
 // JSON objects as YAML documents for `kubectl apply -f -`. Written by hand rather than with yaml-cpp's
-// emitter so that the quoting is ours: every string is quoted (an env value "1" or "true" must stay a
-// string), and a multi-line string (the agent's script) stays readable as a literal block.
+// emitter so that the quoting is ours: a string that could read as anything else is double-quoted (an env
+// value "1" or "yes" must stay a string), and a multi-line one (the agent's script) becomes a literal block.
 #include <cctype>
 #include <string>
 
@@ -12,18 +12,25 @@ namespace {
 
 using nlohmann::json;
 
-bool plain_key(const std::string& k) {
-  if (k.empty() || k == "true" || k == "false" || k == "null" || k == "yes" || k == "no" || k == "on" || k == "off" ||
-      k == "y" || k == "n" || k == "~")
-    return false;
-  if (!std::isalpha(static_cast<unsigned char>(k[0]))) return false;
-  for (char c : k) {
+// Plain (unquoted) only when no YAML reader can take the text for anything but a string: it starts with a
+// letter or '/', uses no indicator characters, and is none of YAML 1.1's boolean or null words (Kubernetes'
+// YAML library still reads "yes", "on" and "off" as booleans).
+bool plain_safe(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '/')) return false;
+  for (char c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '/' && c != '-' && c != '_') return false;
+  }
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}) {
+    if (lower == word) return false;
   }
   return true;
 }
 
-std::string key_text(const std::string& k) { return plain_key(k) ? k : json(k).dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string key_text(const std::string& k) { return plain_safe(k) ? k : quoted(k); }
 
 // A literal block keeps a multi-line string byte for byte when it has no other control characters and its
 // first line does not start with a space (which would need an indentation indicator).
@@ -62,8 +69,11 @@ void scalar(std::string& out, const json& v, int indent) {
     out += "[]\n";
   } else if (v.is_string() && literal_ok(v.get_ref<const std::string&>())) {
     literal_block(out, v.get_ref<const std::string&>(), indent);
+  } else if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    out += (plain_safe(s) ? s : quoted(s)) + "\n";
   } else {
-    out += v.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";  // JSON's double-quoted strings, numbers, true/false/null are valid YAML
+    out += v.dump() + "\n";  // numbers, true, false and null are the same in JSON and YAML
   }
 }
 

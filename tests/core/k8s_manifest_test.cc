@@ -3,6 +3,7 @@
 // secrets appear only by reference, and the YAML rendering reads back as the same objects.
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <regex>
 #include <set>
 
@@ -94,7 +95,8 @@ void check_resources(const json& c, const air::Workload& w) {
   }
 }
 
-// YAML -> JSON the way Kubernetes reads it: quoted scalars are strings, plain ones numbers, booleans or null.
+// YAML -> JSON the way Kubernetes' YAML 1.1 reader types scalars: quoted and block scalars are strings; plain
+// ones are booleans (true/false/yes/no/on/off/y/n), null, numbers, or else strings.
 json yaml_to_json(const YAML::Node& n) {
   if (n.IsMap()) {
     json j = json::object();
@@ -109,8 +111,14 @@ json yaml_to_json(const YAML::Node& n) {
   if (n.IsNull()) return nullptr;
   std::string s = n.Scalar();
   if (n.Tag() == "!") return s;  // quoted or block scalar
-  if (s == "true" || s == "false") return s == "true";
-  return json::parse(s);  // a number; throws (and fails the test) on anything else left plain
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* t : {"true", "yes", "on", "y"}) if (lower == t) return true;
+  for (const char* f : {"false", "no", "off", "n"}) if (lower == f) return false;
+  if (lower == "null" || s == "~") return nullptr;
+  static const std::regex number("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o?[0-7]+");
+  if (std::regex_match(s, number)) return json::parse(s);
+  return s;
 }
 
 }  // namespace
@@ -280,6 +288,8 @@ TEST_CASE("the YAML documents read back as the same objects") {
       air::Workload w = load(example);
       w.env_variables.push_back({"LOOKS_LIKE_A_NUMBER", "1"});
       w.env_variables.push_back({"LOOKS_LIKE_A_BOOL", "true"});
+      for (const char* word : {"yes", "On", "NO", "y", "null", "~", "1e3", "0x1F", ".5", "-", "a: b", "#x", "x #y"})
+        w.env_variables.push_back({std::string("WORD_") + std::to_string(w.env_variables.size()), word});
       w.env_variables.push_back({"MULTI_LINE", "first\n  indented\n\nlast\n\n"});
       w.env_variables.push_back({"QUOTES", "say \"hi\": #not a comment"});
       air::K8sOptions o;
@@ -296,5 +306,6 @@ TEST_CASE("the YAML documents read back as the same objects") {
   std::string yaml = air::k8s_yaml_documents(air::k8s_manifests(load("tiny_cpu")));
   CHECK(yaml.find("args:\n") != std::string::npos);
   CHECK(yaml.find("- |\n") != std::string::npos);
-  CHECK(yaml.rfind("---\napiVersion: \"v1\"\nkind: \"Service\"\n", 0) == 0);
+  CHECK(yaml.rfind("---\napiVersion: v1\nkind: Service\n", 0) == 0);
+  CHECK(yaml.find("value: \"2\"\n") != std::string::npos);  // NUM_NODES stays a string
 }
