@@ -68,7 +68,7 @@ TEST_CASE("run --dry-run --backend k8s --jobset prints one JobSet") {
   CHECK(j["items"][0]["spec"]["failurePolicy"]["maxRestarts"] == 1);
 }
 
-TEST_CASE("--backend k8s without --dry-run is refused before anything is read or sent") {
+TEST_CASE("k8s backend without --dry-run is refused before anything is read or sent") {
   Result r = air_cli({"run", "-f", kTiny, "--backend", "k8s"});
   CHECK(r.code == 2);
   CHECK(r.out.empty());

@@ -155,7 +155,7 @@ TEST_CASE("Indexed Job and headless Service for the example workloads") {
   CHECK(dns1123_label(pod_hostname));
 }
 
-TEST_CASE("GPU types request nvidia.com/gpu and shared memory; CPU types neither") {
+TEST_CASE("GPU types request nvidia.com/gpu and shared memory and CPU types neither") {
   air::Workload gpu = load("multinode_llm_sft");
   json c = air::k8s_manifests(gpu)[1]["spec"]["template"]["spec"]["containers"][0];
   CHECK(c["resources"] == json({{"limits", {{"nvidia.com/gpu", 8}}}}));
@@ -225,7 +225,7 @@ TEST_CASE("JobSet: one object with its own headless network and gang restarts") 
         "metadata.annotations['jobset.sigs.k8s.io/restart-attempt']");
 }
 
-TEST_CASE("k8s_name makes a valid, distinct label from any text") {
+TEST_CASE("k8s_name makes a valid and distinct label from any text") {
   CHECK(air::k8s_name("tiny-cpu-env") == "tiny-cpu-env");
   std::vector<std::string> weird = {"",          "_",         "---",        "9lives",        "My_Experiment",
                                     "my-experiment", "MY-EXPERIMENT", "a__b--c", "-lead-", "ünïcode ñame",
