@@ -17,7 +17,8 @@ struct TrainResult {
   int64_t first_step = 1;          // > 1 when the run resumed from a sharded checkpoint
 };
 
-// Runs a whole training job in this process. Output (configuration, step lines) goes to `out` on rank 0.
+// Runs a whole training job in this process. Output (configuration, step lines) goes to `out` on rank 0
+// and on the first rank of every other node (LOCAL_RANK 0), so each node's log shows the global loss.
 TrainResult run_training(TrainConfig config, std::ostream& out);
 
 // Parses arguments (--config FILE, --set key=value, --print-config, --help) and the environment
