@@ -212,6 +212,7 @@ void add_deletes(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a)
 }  // namespace
 
 void set_workspace_resolver(WorkspaceResolver r) { resolver() = std::move(r); }
+bool has_workspace_resolver() { return static_cast<bool>(resolver()); }
 
 WorkspaceEndpoint resolve_workspace(const Context& ctx) {
   if (resolver()) return resolver()(ctx);
