@@ -3,12 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/error.h"
 #include "core/redact_codec.h"
-
-#include <cmath>
 
 namespace air::cli {
 

@@ -103,6 +103,7 @@ void migrate_mlflow(sqlite3* db) {
     CREATE TABLE IF NOT EXISTS air_attempt_mlflow_runs(
       air_run_id TEXT NOT NULL, attempt INTEGER NOT NULL, mlflow_run_id TEXT NOT NULL,
       PRIMARY KEY(air_run_id, attempt));
+    CREATE INDEX IF NOT EXISTS air_attempt_mlflow_runs_by_mlflow ON air_attempt_mlflow_runs(mlflow_run_id);
     INSERT OR IGNORE INTO mlflow_experiments(experiment_id, name, artifact_location, creation_time, last_update_time)
       VALUES(0, 'Default', 'mlflow-artifacts:/0', CAST(strftime('%s', 'now') AS INTEGER) * 1000,
              CAST(strftime('%s', 'now') AS INTEGER) * 1000);
@@ -352,6 +353,14 @@ std::string MlflowStore::attempt_run(const std::string& air_run_id, int attempt,
   sql::Stmt st(db_->get(), "SELECT mlflow_run_id FROM air_attempt_mlflow_runs WHERE air_run_id = ? AND attempt = ?");
   st.bind(1, air_run_id).bind(2, static_cast<int64_t>(attempt));
   return st.step() ? st.text(0) : run.info.run_id;
+}
+
+std::optional<std::string> MlflowStore::air_run_of(const std::string& mlflow_run_id) {
+  std::lock_guard lock(mu_);
+  sql::Stmt st(db_->get(), "SELECT air_run_id FROM air_attempt_mlflow_runs WHERE mlflow_run_id = ?");
+  st.bind(1, mlflow_run_id);
+  if (st.step()) return st.text(0);
+  return std::nullopt;
 }
 
 std::map<int, std::string> MlflowStore::attempt_runs(const std::string& air_run_id) {

@@ -101,6 +101,8 @@ class MlflowStore {
   std::string attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name);
   // attempt -> MLflow run id, for every attempt of an air run that has one.
   std::map<int, std::string> attempt_runs(const std::string& air_run_id);
+  // The air run whose attempt owns this MLflow run; nullopt for runs created through the API.
+  std::optional<std::string> air_run_of(const std::string& mlflow_run_id);
 
  private:
   MlflowRunInfo run_info(const std::string& run_id);

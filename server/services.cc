@@ -79,6 +79,22 @@ void WorkspaceServices::add_metrics(api::RunInfo& run, bool values) {
   }
 }
 
+namespace {
+
+// The run_id (or run_uuid) an MLflow request names, from its query string or JSON body; "" when none.
+std::string mlflow_run_named(const std::string& target, const std::string& body) {
+  auto q = query_params(target);
+  for (const char* k : {"run_id", "run_uuid"})
+    if (auto it = q.find(k); it != q.end() && !it->second.empty()) return it->second;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object())
+    for (const char* k : {"run_id", "run_uuid"})
+      if (auto it = j.find(k); it != j.end() && it->is_string()) return it->get<std::string>();
+  return {};
+}
+
+}  // namespace
+
 ApiReply handle_services_request(WorkspaceServices& services, const std::optional<Principal>& caller,
                                  const std::vector<SecretRef>& run_refs, const std::string& method,
                                  const std::string& target, const std::string& body) {
@@ -89,7 +105,16 @@ ApiReply handle_services_request(WorkspaceServices& services, const std::optiona
     else if (caller) who = SecretsCaller::node(run_refs);
     return handle_secrets_request(services.secrets(), method, target, body, who);
   }
-  if (is_mlflow_path(path)) return handle_mlflow_request(services.mlflow(), method, target, body, caller.has_value());
+  if (is_mlflow_path(path)) {
+    // A node token may not touch the MLflow runs of another air run's attempts.
+    if (caller && !caller->admin) {
+      std::string run_id = mlflow_run_named(target, body);
+      auto owner = run_id.empty() ? std::nullopt : services.mlflow().air_run_of(run_id);
+      if (owner && *owner != caller->run_id)
+        return error_reply(403, "PERMISSION_DENIED", "this token may not use MLflow run " + run_id);
+    }
+    return handle_mlflow_request(services.mlflow(), method, target, body, caller.has_value());
+  }
   return error_reply(404, "ENDPOINT_NOT_FOUND", "no API at " + path);
 }
 

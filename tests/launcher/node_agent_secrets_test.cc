@@ -76,7 +76,7 @@ void check_nowhere(const std::string& what, const std::string& bytes, const std:
 
 TEST_CASE("agent: the command gets its secrets; the log, spool, agent log and reports never hold them", "[agent]") {
   const std::string value = "hf_S3cret/Value+With:Symbols@42";
-  Agent a(R"(
+  Agent a(R"SH(
 echo "plain $HF_TOKEN"
 printf 'split %s' "${HF_TOKEN:0:9}"; sleep 0.3; printf '%s!\n' "${HF_TOKEN:9}"
 echo "b64 $(printf %s "$HF_TOKEN" | base64 -w0)"
@@ -87,7 +87,7 @@ echo "run=$MLFLOW_RUN_ID uri=$MLFLOW_TRACKING_URI"
 echo "token $MLFLOW_TRACKING_TOKEN"
 echo "last $HF_TOKEN"
 exit 3
-)",
+)SH",
           {{"secrets", {{{"name", "HF_TOKEN"}, {"scope", "my_scope"}, {"key", "hf_token"}}}},
            {"env", {{"WANT", air::sha256_hex(value)}}},
            {"mlflow_run_id", "abc123"}});

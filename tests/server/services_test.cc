@@ -95,6 +95,13 @@ TEST_CASE("services: each attempt gets an MLflow run in its experiment; get show
                           {"metrics", {{{"key", "loss"}, {"value", 2.5}, {"timestamp", 10}, {"step", 0}},
                                        {{"key", "loss"}, {"value", 1.25}, {"timestamp", 20}, {"step", 1}}}}};
   REQUIRE(f.call(node, "POST", "/api/2.0/mlflow/runs/log-batch", batch.dump()).status == 200);
+  // Another run's node token may not log to (or read) this run's MLflow run.
+  std::string other = f.submit("");
+  Principal stranger{false, other, 1};
+  auto denied = f.call(stranger, "POST", "/api/2.0/mlflow/runs/log-batch", batch.dump());
+  CHECK(denied.status == 403);
+  CHECK(denied.body["error_code"] == "PERMISSION_DENIED");
+  CHECK(f.call(stranger, "GET", "/api/2.0/mlflow/runs/get?run_id=" + mlflow_id).status == 403);
   auto exp = f.call(kAdmin, "GET", "/api/2.0/mlflow/experiments/get-by-name?experiment_name=my-exp");
   REQUIRE(exp.status == 200);
   auto mrun = f.call(kAdmin, "GET", "/api/2.0/mlflow/runs/get?run_id=" + mlflow_id);

@@ -275,7 +275,8 @@ TEST_CASE("workspace: submit re-validates and returns located diagnostics; missi
     REQUIRE(e.diagnostics.size() == 2);  // every missing one, at once
     CHECK(e.diagnostics[0].message == "secret 'HF_TOKEN' references scope/key, which does not exist in the workspace");
     CHECK(e.diagnostics[1].message == "secret 'OTHER' references other/k2, which does not exist in the workspace");
-    CHECK(e.diagnostics[1].hint.find("air secrets put-secret other k2") == 0);
+    CHECK(e.diagnostics[1].hint ==
+          "create it: air secrets put-secret other k2  (the value is read from stdin or a hidden prompt)");
   }
   CHECK(f.ws->list(0, true).runs.empty());
   f.ws->services().secrets().create_scope("scope");
