@@ -74,7 +74,7 @@ void check_nowhere(const std::string& what, const std::string& bytes, const std:
 
 }  // namespace
 
-TEST_CASE("agent: the command gets its secrets; the log, spool, agent log and reports never hold them", "[agent]") {
+TEST_CASE("agent: the command gets its secrets, and the log, spool, agent log and reports never hold them", "[agent]") {
   const std::string value = "hf_S3cret/Value+With:Symbols@42";
   Agent a(R"SH(
 echo "plain $HF_TOKEN"

@@ -51,7 +51,7 @@ const Principal kAdmin{true, "", 0};
 
 }  // namespace
 
-TEST_CASE("services: the admin token manages secrets; a node token reads only its run's references") {
+TEST_CASE("services: the admin token manages secrets, a node token reads only its run's references") {
   Fixture f;
   const std::string value = "hf_Value-Of/The+Token";
   REQUIRE(f.call(kAdmin, "POST", "/api/2.0/secrets/scopes/create", R"({"scope":"my_scope"})").status == 200);
@@ -80,7 +80,7 @@ TEST_CASE("services: the admin token manages secrets; a node token reads only it
   CHECK(f.call(kAdmin, "GET", "/api/2.0/nothing").status == 404);
 }
 
-TEST_CASE("services: each attempt gets an MLflow run in its experiment; get shows the latest metrics") {
+TEST_CASE("services: each attempt gets an MLflow run in its experiment and get shows the latest metrics") {
   Fixture f;
   std::string id = f.submit("");
   auto run = f.ws->get(id);

@@ -251,7 +251,7 @@ TEST_CASE("workspace: the same idempotency key gives the same run") {
   CHECK(f.ws->list(0, true).runs.size() == 2);
 }
 
-TEST_CASE("workspace: submit re-validates and returns located diagnostics; missing secrets are refused") {
+TEST_CASE("workspace: submit re-validates, returns located diagnostics and refuses missing secrets") {
   Fixture f;
   air::api::SubmitRequest req;
   req.workload_yaml = "experiment_name: t\ncompute:\n  acelerator_type: CPU_1xHOST\n  num_accelerators: 2\ncommand: x\n";
