@@ -98,7 +98,7 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
     run = s.client->post_json(std::string(api::kPrefix) + "/runs", req).get<api::RunInfo>();
   } catch (const ApiError& e) {
     if (e.diagnostics().empty()) throw;
-    *ctx.err << render_all(e.diagnostics(), w.source_file, "submitted");
+    *ctx.err << render_all(e.diagnostics(), w.source_file, "nothing was submitted");
     return kExitUsage;
   }
   if (!text) {

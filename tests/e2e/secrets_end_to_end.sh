@@ -126,6 +126,8 @@ rc=0; "$AIR" run -f "$proj/missing.yaml" > "$E2E_TMP/missing.out" 2>&1 || rc=$?
 grep -q "my_scope/nope" "$E2E_TMP/missing.out" && grep -q "other_scope/k" "$E2E_TMP/missing.out" ||
   fail "not every missing secret is listed: $(cat "$E2E_TMP/missing.out")"
 grep -q "air secrets put-secret other_scope k" "$E2E_TMP/missing.out" || fail "no put-secret hint"
+grep -q "^air: 2 errors in .*missing.yaml; nothing was submitted$" "$E2E_TMP/missing.out" || fail "no summary line: $(cat "$E2E_TMP/missing.out")"
+[ "$("$AIR" -o json list --all-status | json_get - 'len(d["runs"])')" = 1 ] || fail "a run with missing secrets was created"
 rc=0; "$AIR" run -f "$proj/missing.yaml" --dry-run > "$E2E_TMP/missing-dry.out" 2>&1 || rc=$?
 [ $rc = 2 ] || fail "dry-run with missing secrets exited $rc"
 grep -q "other_scope/k" "$E2E_TMP/missing-dry.out" || fail "dry-run does not list the missing secret"
