@@ -117,6 +117,22 @@ grep -Eq "^ +loss +1\.5 +step 3$" "$E2E_TMP/get.txt" || fail "get run does not s
 "$AIR" -o json get run "$id" --metrics > "$E2E_TMP/hist.json"
 [ "$(json_get "$E2E_TMP/hist.json" '[p["value"] for p in d["metrics"]["loss"]]')" = "[3.0, 2.5, 2.0, 1.5]" ] ||
   fail "--metrics -o json history wrong: $(cat "$E2E_TMP/hist.json")"
+# The attempt's MLflow run is in the workload's experiment, has the logged params, and ended FINISHED.
+mlflow_id=$(json_get "$E2E_TMP/get.json" 'd["attempts"][0]["mlflow_run_id"]')
+python3 - "$AIR_HOME/server.json" "$mlflow_id" > "$E2E_TMP/mlflow.json" <<'PY'
+import json, sys, urllib.request
+d = json.load(open(sys.argv[1]))
+def get(path):
+    req = urllib.request.Request(d["url"] + path, headers={"Authorization": "Bearer " + d["token"]})
+    return json.load(urllib.request.urlopen(req))
+run = get("/api/2.0/mlflow/runs/get?run_id=" + sys.argv[2])["run"]
+exp = get("/api/2.0/mlflow/experiments/get-by-name?experiment_name=e2e-secrets")["experiment"]
+params = {p["key"]: p["value"] for p in run["data"]["params"]}
+print(json.dumps({"status": run["info"]["status"], "same_exp": run["info"]["experiment_id"] == exp["experiment_id"],
+                  "model_name": params.get("model_name")}))
+PY
+[ "$(cat "$E2E_TMP/mlflow.json")" = '{"status": "FINISHED", "same_exp": true, "model_name": "tiny"}' ] ||
+  fail "the attempt's MLflow run is wrong: $(cat "$E2E_TMP/mlflow.json")"
 no_value "air get run" "$E2E_TMP/get.txt" "$E2E_TMP/get.json" "$E2E_TMP/hist.txt" "$E2E_TMP/hist.json"
 
 # A workload referencing secrets that do not exist is refused with all of them listed, by name.
