@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command end to end: `air run -f examples/tiny_fsdp/train.yaml --watch` on the embedded
 # local workspace trains the tiny Llama with FSDP on 2 nodes x 2 CPU ranks (air-torchrun per node, Gloo).
-# Checks: the run succeeds; both nodes' logs (`air logs --node 0/1`) show the loss falling; rank 0 wrote the
+# Checks: the run succeeds; both nodes' logs (`air logs --node 0/1`) show the loss falling; `air get run`
+# shows the loss rank 0 logged to the workspace's MLflow run; rank 0 wrote the
 # consolidated checkpoint into output_dir; it loads back: one step of it with the local engine (1 process)
 # and with FSDP over 2 ranks gives the same finite loss, far below the untrained model's. Then the sharded
 # engine's invariance: world sizes 1, 2 and 3 with the same global batch give the same curve within 1e-4.
@@ -35,6 +36,11 @@ for n in 0 1; do
   echo "node $n: loss $first -> $last over $steps logged steps"
 done
 cmp -s "$E2E_TMP/node0.loss" "$E2E_TMP/node1.loss" || fail "the nodes print different (global) losses"
+
+# Rank 0 logged every step to the workspace's MLflow run (the agent sets MLFLOW_TRACKING_URI/RUN_ID/TOKEN).
+"$AIR" get run "$id" > "$E2E_TMP/get.txt"
+grep -qE '^ +loss +[0-9.]+ +step 30$' "$E2E_TMP/get.txt" || fail "air get run shows no loss at step 30: $(cat "$E2E_TMP/get.txt")"
+grep -qE '^ +grad_norm +[0-9.]+ +step 30$' "$E2E_TMP/get.txt" || fail "air get run shows no grad_norm at step 30"
 
 ckpt=$(sed -n 's/^saved checkpoint to //p' "$E2E_TMP/node0.log" | tail -1)
 [ -n "$ckpt" ] || fail "node 0 did not report a saved checkpoint"
