@@ -80,6 +80,7 @@ void to_json(json& j, const AttemptInfo& v) {
            {"failing_exit_code", opt(v.failing_exit_code)},
            {"failing_lines", v.failing_lines},
            {"reason", v.reason},
+           {"job_id", v.job_id},
            {"nodes", v.nodes}};
 }
 void from_json(const json& j, AttemptInfo& v) {
@@ -92,6 +93,7 @@ void from_json(const json& j, AttemptInfo& v) {
   get_opt(j, "failing_exit_code", v.failing_exit_code);
   get(j, "failing_lines", v.failing_lines);
   get(j, "reason", v.reason);
+  get(j, "job_id", v.job_id);
   get(j, "nodes", v.nodes);
 }
 

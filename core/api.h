@@ -52,6 +52,7 @@ struct AttemptInfo {
   std::optional<int> failing_exit_code;
   std::vector<std::string> failing_lines;  // its last lines
   std::string reason;                      // why the attempt ended when it did not succeed
+  std::string job_id;                      // the batch system's job (Slurm); empty on the local backend
   std::vector<NodeInfo> nodes;
 };
 

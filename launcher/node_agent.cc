@@ -23,6 +23,7 @@
 #include "launcher/log_shipper_framing.h"
 #include "launcher/node_agent_status.h"
 #include "launcher/process.h"
+#include "launcher/slurm_env.h"
 
 namespace air::launcher {
 
@@ -271,6 +272,11 @@ int run_node_agent(const NodeAgentOptions& o) {
   final.state = "FAILED";
   int exit_code = kExitFailed;
   try {
+    if (o.slurm) {
+      apply_slurm_spec(spec, environment_map());
+      log.info("Slurm node " + std::to_string(spec.node_rank) + " of " + std::to_string(spec.num_nodes) +
+               ", MASTER_ADDR " + spec.master_addr);
+    }
     CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
     if (!spec.snapshot_digest.empty()) {
       fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, paths.code_dir, log);

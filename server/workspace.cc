@@ -202,7 +202,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                                 w.secrets.front().name));
   if (!req.snapshot_digest.empty() && !blobs_.has(req.snapshot_digest))
     throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
-  if (w.compute.gpu && w.compute.nodes * w.compute.accelerators_per_node > backend_->total_gpus())
+  if (w.compute.gpu && backend_->total_gpus() >= 0 &&
+      w.compute.nodes * w.compute.accelerators_per_node > backend_->total_gpus())
     throw HttpError(400, "INSUFFICIENT_RESOURCES",
                     fmt::format("{} x {} needs {} GPUs on {} node(s), but this workspace's machine has {}",
                                 w.compute.num_accelerators, w.compute.accelerator_type,
@@ -284,7 +285,7 @@ void Workspace::release_gpus(RunRecord& r) {
 
 bool Workspace::try_start_attempt(RunRecord& r) {
   std::vector<std::string> gpus(r.info.num_nodes);
-  if (r.info.gpu) {
+  if (r.info.gpu && backend_->total_gpus() >= 0) {  // else the batch system allocates GPUs
     gpus = allocate_gpus(r.info.num_nodes, r.info.accelerators_per_node);
     if (gpus.empty()) {
       r.info.status_message = "waiting for GPUs held by other runs";
@@ -317,15 +318,22 @@ bool Workspace::try_start_attempt(RunRecord& r) {
   std::string attempt_dir = fmt::format("{}/runs/{}/attempt_{}", opts_.home, r.info.run_id, a.number);
   fs::create_directories(attempt_dir);
   save(r);
-  for (int n = 0; n < r.info.num_nodes; ++n) {
-    NodeLaunch l{r.info.run_id, a.number, n, url_, token, fmt::format("{}/node_{}", attempt_dir, n),
-                 gpus[n], opts_.bin_dir, fmt::format("{}/node_{}.agent.log", attempt_dir, n)};
-    runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
-    try {
-      r.agent_pids[n] = backend_->start_node(l);
-    } catch (const std::exception& e) {
-      node_failed(r, n, std::nullopt, std::string("could not start the node agent: ") + e.what(), {});
-    }
+  AttemptLaunch l{r.info.run_id, r.info.experiment_name, a.number, r.info.num_nodes, url_, token, opts_.bin_dir,
+                  attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
+                  r.info.timeout_minutes};
+  for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
+  try {
+    AttemptLaunchResult res = backend_->launch_attempt(l);
+    for (int n = 0; n < r.info.num_nodes && n < static_cast<int>(res.agent_pids.size()); ++n)
+      r.agent_pids[n] = res.agent_pids[n];
+    current(r)->job_id = res.job_id;
+    if (!res.message.empty()) r.info.status_message = res.message;
+    for (const auto& [n, why] : res.node_errors)
+      node_failed(r, n, std::nullopt, "could not start the node agent: " + why, {});
+  } catch (const std::exception& e) {
+    // The whole attempt could not be launched (e.g. sbatch failed): a gang failure of every node.
+    for (int n = 0; n < r.info.num_nodes; ++n)
+      node_failed(r, n, std::nullopt, std::string("could not launch the attempt: ") + e.what(), {});
   }
   save(r);
   return true;
