@@ -36,9 +36,12 @@ for k in 0 1; do
   [ "$(json_get "$E2E_TMP/fail.json" "d['attempts'][$k]['failing_node']")" = 1 ] || fail "attempt $k: failing node is not 1"
   [ "$(json_get "$E2E_TMP/fail.json" "d['attempts'][$k]['failing_exit_code']")" = 3 ] || fail "attempt $k: exit code is not 3"
 done
-json_get "$E2E_TMP/fail.json" 'd["status_message"]' | grep -q "node 1 exited with code 3" || fail "the run's message does not name node 1"
+msg=$(json_get "$E2E_TMP/fail.json" 'd["status_message"]')
+echo "failed run: $msg"
+echo "$msg" | grep -q "^node 1 .*code 3.*(after 2 attempts)" || fail "the run's message does not name node 1: $msg"
 "$AIR" get run "$id" | grep -q "first failing node: 1 (exit code 3)" || fail "air get run does not name the failing node"
-"$AIR" logs "$id" --attempt 2 --node 0 2>/dev/null | grep -q "attempt 2 node 0 on node" || fail "attempt 2's log of node 0 is missing"
+"$AIR" logs "$id" --attempt 2 --node 0 > "$E2E_TMP/a2n0.log" 2>/dev/null || true  # exits 1: the run FAILED
+grep -q "^attempt 2 node 0 on node1$" "$E2E_TMP/a2n0.log" || fail "attempt 2's log of node 0 is wrong: $(cat "$E2E_TMP/a2n0.log")"
 for j in $jobs; do wait_gone_from_queue "$j"; done
 
 cat > "$E2E_TMP/sleep.yaml" <<YAML
