@@ -166,7 +166,7 @@ TEST_CASE("batch: a node failure is a gang failure, retried as a new job per max
 
 TEST_CASE("batch: a node's own failure stops the gang; the job is scancelled when the attempt ends") {
   Fixture f;
-  std::string id = f.submit();
+  std::string id = f.submit("max_retries: 0\n");
   f.jobs.states["101"] = {JobState::Phase::kRunning, "RUNNING", "", "node[1-2]"};
   f.tick();
   f.report(id, 1, 0, "RUNNING");
@@ -207,7 +207,7 @@ TEST_CASE("batch: a job cancelled outside air ends the run CANCELED, saying so")
 
 TEST_CASE("batch: a failing squeue is reported and blames no node; a job Slurm forgot is lost") {
   Fixture f;
-  std::string id = f.submit();
+  std::string id = f.submit("max_retries: 0\n");
   f.jobs.query_error = "cannot query Slurm: squeue did not answer within 15 s (is the Slurm controller up?)";
   for (int i = 0; i < 30; ++i) f.tick();
   auto r = f.get(id);

@@ -78,7 +78,7 @@ TEST_CASE("slurm: the batch script runs one agent per node through srun and hold
   std::string s = batch_script(l, o);
   CHECK(s.find("exec srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=0 "
                "--output='/srv/air/runs/ab12cd34/attempt_2/node_%n.agent.log'") != std::string::npos);
-  CHECK(s.find("'/opt/air/bin/air' node --slurm --server 'http://10.213.0.1:8470' --run 'ab12cd34' --attempt 2 "
+  CHECK(s.find("'/opt/air/bin/air' node --slurm --server 'http://10.213.0.1:8470' --run ab12cd34 --attempt 2 "
                "--workdir '/srv/air/runs/ab12cd34/attempt_2/node_%n' --bin-dir '/opt/it'\\''s here'") !=
         std::string::npos);
   CHECK(s.find("air_secret_token_value") == std::string::npos);
