@@ -58,6 +58,9 @@ class Backend {
   // Starts every node of one attempt. The default starts one agent per node with start_node. Throws
   // air::Error when the attempt as a whole cannot be launched (e.g. sbatch failed).
   virtual AttemptLaunchResult launch_attempt(const AttemptLaunch& launch);
+  // True for a batch system: launch_attempt may take seconds, so the workspace calls it from its tick
+  // thread without its lock; false: it is called at once, under the lock (fork/exec only).
+  virtual bool batch() const { return false; }
 
   // Per-node agents (the local backend).
   // Starts the agent for one node; returns its pid (its own session and process group).

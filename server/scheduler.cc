@@ -164,6 +164,7 @@ void Workspace::finish_attempt(RunRecord& r) {
 }
 
 void Workspace::tick() {
+  run_launches();
   poll_jobs();
   run_job_cancels();
   std::lock_guard<std::mutex> g(mu_);

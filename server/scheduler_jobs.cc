@@ -22,6 +22,62 @@ bool attempt_over(const api::AttemptInfo& a) {
 
 }  // namespace
 
+void Workspace::apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error) {
+  if (!error.empty()) {
+    // The whole attempt could not be launched (e.g. sbatch failed): a gang failure of every node.
+    for (int n = 0; n < r.info.num_nodes; ++n)
+      node_failed(r, n, std::nullopt, "could not launch the attempt: " + error, {});
+    return;
+  }
+  for (int n = 0; n < r.info.num_nodes && n < static_cast<int>(res.agent_pids.size()); ++n)
+    r.agent_pids[n] = res.agent_pids[n];
+  current(r)->job_id = res.job_id;
+  if (!res.message.empty()) r.info.status_message = res.message;
+  for (const auto& [n, why] : res.node_errors) node_failed(r, n, std::nullopt, "could not start the node agent: " + why, {});
+}
+
+void Workspace::run_launches() {
+  std::vector<AttemptLaunch> todo;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    todo.swap(launches_);
+  }
+  for (const auto& l : todo) {
+    AttemptLaunchResult res;
+    std::string error;
+    try {
+      res = backend_->launch_attempt(l);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = runs_.find(l.run_id);
+    api::AttemptInfo* a = it == runs_.end() ? nullptr : current(it->second);
+    bool live = a && a->number == l.attempt && !attempt_over(*a);
+    if (!res.job_id.empty() && (!live || !it->second.stop_kind.empty())) {
+      // Canceled (or timed out) while being submitted: the job must not run.
+      job_cancels_.push_back({res.job_id, 0});
+    }
+    if (!live) continue;
+    RunRecord& r = it->second;
+    if (!r.stop_kind.empty()) {
+      a->job_id = res.job_id;
+      for (auto& n : a->nodes)
+        if (!is_node_terminal(n.state)) {
+          n.state = "LOST";
+          n.message = "stopped before its job started";
+        }
+      maybe_finish_attempt(r);
+    } else {
+      apply_launch(r, res, error);
+      // The submission took time the agents could not use: their heartbeat windows start now.
+      for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, l.attempt, n}].last_seen_ms = now();
+    }
+    save(r);
+    logs_.wake();
+  }
+}
+
 void Workspace::poll_jobs() {
   std::vector<std::string> ids;
   {

@@ -24,6 +24,7 @@ class SlurmBackend : public Backend {
   explicit SlurmBackend(SlurmOptions opts) : opts_(std::move(opts)) {}
   int total_gpus() const override { return -1; }  // Slurm allocates GPUs (--gpus-per-node)
   AttemptLaunchResult launch_attempt(const AttemptLaunch& launch) override;
+  bool batch() const override { return true; }
   std::map<std::string, JobState> job_states(const std::vector<std::string>& job_ids) override;
   void cancel_job(const std::string& job_id) override;
 

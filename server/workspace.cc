@@ -322,19 +322,21 @@ bool Workspace::try_start_attempt(RunRecord& r) {
                   attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
                   r.info.timeout_minutes};
   for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
-  try {
-    AttemptLaunchResult res = backend_->launch_attempt(l);
-    for (int n = 0; n < r.info.num_nodes && n < static_cast<int>(res.agent_pids.size()); ++n)
-      r.agent_pids[n] = res.agent_pids[n];
-    current(r)->job_id = res.job_id;
-    if (!res.message.empty()) r.info.status_message = res.message;
-    for (const auto& [n, why] : res.node_errors)
-      node_failed(r, n, std::nullopt, "could not start the node agent: " + why, {});
-  } catch (const std::exception& e) {
-    // The whole attempt could not be launched (e.g. sbatch failed): a gang failure of every node.
-    for (int n = 0; n < r.info.num_nodes; ++n)
-      node_failed(r, n, std::nullopt, std::string("could not launch the attempt: ") + e.what(), {});
+  if (backend_->batch()) {
+    // A batch client may take seconds, or hang with its controller: submitted from the tick, unlocked.
+    launches_.push_back(std::move(l));
+    r.info.status_message = "submitting the attempt to the batch system";
+    save(r);
+    return true;
   }
+  AttemptLaunchResult res;
+  std::string error;
+  try {
+    res = backend_->launch_attempt(l);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  apply_launch(r, res, error);
   save(r);
   return true;
 }

@@ -111,6 +111,8 @@ class Workspace {
   void finish_attempt(RunRecord& r);
   void tick_run(RunRecord& r);
   // Batch backends (server/scheduler_jobs.cc): poll job states and run cancellations without the lock.
+  void run_launches();
+  void apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error);
   void poll_jobs();
   void apply_job_state(RunRecord& r, const JobState* state);
   void run_job_cancels();
@@ -139,6 +141,7 @@ class Workspace {
     int64_t next_try_ms = 0;
   };
   std::vector<JobCancel> job_cancels_;  // batch jobs to scancel (outside the lock)
+  std::vector<AttemptLaunch> launches_;  // batch attempts to submit (outside the lock)
   int64_t last_job_poll_ms_ = 0;
   std::string last_job_poll_error_;
   int64_t seq_ = 0;

@@ -19,6 +19,7 @@ struct Jobs {
   std::map<std::string, JobState> states;  // what "squeue" says
   std::vector<std::string> canceled;
   std::string query_error;                 // non-empty: job_states throws this
+  std::string launch_error;                // non-empty: launch_attempt throws this
   int polls = 0;
 };
 
@@ -26,7 +27,9 @@ class FakeBatch : public Backend {
  public:
   explicit FakeBatch(Jobs& j) : j_(j) {}
   int total_gpus() const override { return -1; }
+  bool batch() const override { return true; }
   AttemptLaunchResult launch_attempt(const AttemptLaunch& l) override {
+    if (!j_.launch_error.empty()) throw air::Error(j_.launch_error);
     j_.launched.push_back(l);
     AttemptLaunchResult r;
     r.agent_pids.assign(l.num_nodes, 0);
@@ -73,12 +76,16 @@ struct Fixture {
     ws.reset();
     fs::remove_all(home);
   }
-  std::string submit(const std::string& extra = "", const std::string& type = "CPU_1xHOST", int accels = 2) {
+  // Submits; the launch (sbatch) happens on the next tick, which `submit` runs unless told not to.
+  std::string submit(const std::string& extra = "", const std::string& type = "CPU_1xHOST", int accels = 2,
+                     bool launch = true) {
     air::api::SubmitRequest req;
     req.workload_yaml = "experiment_name: t\ncompute:\n  accelerator_type: " + type +
                         "\n  num_accelerators: " + std::to_string(accels) + "\ncommand: echo hi\n" + extra;
     req.file_name = "t.yaml";
-    return ws->submit(req).run_id;
+    std::string id = ws->submit(req).run_id;
+    if (launch) ws->tick();
+    return id;
   }
   void tick(int64_t ms = 1000) {
     clock += ms;
@@ -219,4 +226,29 @@ TEST_CASE("batch: a failing squeue is reported and blames no node; a job Slurm f
   r = f.get(id);
   CHECK(r.state == "FAILED");
   CHECK(r.status_message == "node 0 lost: Slurm ended job 101: the job is no longer known to Slurm");
+}
+
+TEST_CASE("batch: the submission runs from the tick; a cancel meanwhile scancels the new job") {
+  Fixture f;
+  std::string id = f.submit("", "CPU_1xHOST", 2, false);
+  CHECK(f.jobs.launched.empty());
+  CHECK(f.get(id).status_message == "submitting the attempt to the batch system");
+  f.ws->cancel(id);
+  f.tick();  // sbatch returns job 101 for an attempt already being stopped
+  REQUIRE(f.jobs.launched.size() == 1);
+  CHECK(f.get(id).state == "CANCELED");
+  f.tick();
+  CHECK(f.jobs.canceled.size() >= 1);
+  CHECK(f.jobs.canceled[0] == "101");
+}
+
+TEST_CASE("batch: a failing sbatch fails every node with its message") {
+  Fixture f;
+  f.jobs.launch_error = "cannot submit to Slurm: sbatch exited with code 1: sbatch: error: invalid partition";
+  std::string id = f.submit("max_retries: 0\n");
+  f.tick();
+  auto r = f.get(id);
+  CHECK(r.state == "FAILED");
+  CHECK(r.status_message == "could not launch the attempt: " + f.jobs.launch_error);
+  CHECK(r.attempts[0].nodes[1].state == "FAILED");
 }
