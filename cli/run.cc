@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "cli/run_k8s.h"
 #include "cli/run_submit.h"
 #include "cli/verbs.h"
 #include "core/error.h"
@@ -20,6 +21,7 @@ namespace {
 constexpr const char* kRunFooter = R"(Examples:
   air run -f train.yaml --dry-run                  validate and print the plan; change nothing
   air run -f train.yaml --override compute.num_accelerators=32 --dry-run
+  air run -f train.yaml --dry-run --backend k8s    the Kubernetes manifests it would apply (docs/kubernetes.md)
   air run -f train.yaml --watch                    submit, then follow status and node 0's logs
   air run -h config                                the workload YAML's top-level keys
   air run -h config.compute.accelerator_type       help for one field
@@ -61,6 +63,7 @@ std::vector<Diagnostic> snapshot_warnings(const SnapshotManifest& m, const std::
 }
 
 void run_workload(const RunOptions& opts, Context& ctx) {
+  check_k8s_options(opts);
   ParseOptions popts;
   popts.overrides = opts.overrides;
   popts.check_paths = true;
@@ -81,6 +84,7 @@ void run_workload(const RunOptions& opts, Context& ctx) {
     return;
   }
   const Workload& w = *r.workload;
+  if (!opts.backend.empty()) return print_k8s_manifests(w, r.notes, warnings, opts, ctx);
   if (!opts.dry_run) {
     if (!json) {
       for (const auto& note : r.notes) *ctx.err << note << "\n";
@@ -144,6 +148,7 @@ void setup_run(CLI::App& app, Context& ctx) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--idempotency-key", opts->idempotency_key,
                   "Submitting twice with the same key gives the same run (wins over idempotency_token)");
+  add_k8s_options(*cmd, *opts);
   cmd->callback([opts, &ctx] { run_workload(*opts, ctx); });
 }
 

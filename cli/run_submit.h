@@ -14,6 +14,8 @@ struct RunOptions {
   bool watch = false;                  // --watch
   std::vector<std::string> overrides;  // --override KEY=VALUE, in order
   std::string idempotency_key;         // --idempotency-key (wins over the YAML's idempotency_token)
+  std::string backend;                 // --backend k8s: print Kubernetes manifests (dry-run only)
+  bool jobset = false;                 // --jobset: a JobSet instead of Service + Indexed Job
 };
 
 // Submits a validated workload (snapshot upload, POST, optional --watch). Returns the exit code.
