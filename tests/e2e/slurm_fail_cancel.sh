@@ -43,6 +43,8 @@ echo "$msg" | grep -q "^node 1 .*code 3.*(after 2 attempts)" || fail "the run's 
 "$AIR" logs "$id" --attempt 2 --node 0 > "$E2E_TMP/a2n0.log" 2>/dev/null || true  # exits 1: the run FAILED
 grep -q "^attempt 2 node 0 on node1$" "$E2E_TMP/a2n0.log" || fail "attempt 2's log of node 0 is wrong: $(cat "$E2E_TMP/a2n0.log")"
 for j in $jobs; do wait_gone_from_queue "$j"; done
+for _ in $(seq 1 50); do [ -z "$(node_procs slw1 "$marker-fail")" ] && break; sleep 0.1; done
+[ -z "$(node_procs slw1 "$marker-fail")$(node_procs slw2 "$marker-fail")" ] || fail "node 0's command survived the gang stop"
 
 cat > "$E2E_TMP/sleep.yaml" <<YAML
 experiment_name: e2e-slurm-cancel
