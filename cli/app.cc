@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/run_submit.h"
+#include "cli/secret_check.h"
 #include "cli/secrets.h"
 #include "cli/verbs.h"
 #include "core/error.h"
@@ -42,6 +43,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   setup_server(app, ctx);
   setup_node(app, ctx);
   setup_secrets(app, ctx);
+  if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;

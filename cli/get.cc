@@ -3,13 +3,51 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/error.h"
+#include "core/redact_codec.h"
 
 namespace air::cli {
 
 namespace {
+
+std::string format_metric(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return fmt::format("{:.6g}", v);
+}
+
+// The full history of every metric of one attempt, through the MLflow API the workspace serves.
+nlohmann::json metric_history(Client& c, const std::string& mlflow_run_id, const std::vector<api::Metric>& latest) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& m : latest) {
+    nlohmann::json points = nlohmann::json::array();
+    std::string page;
+    do {
+      auto j = c.get_json("/api/2.0/mlflow/metrics/get-history?run_id=" + mlflow_run_id + "&metric_key=" +
+                          percent_encode(m.key) + (page.empty() ? "" : "&page_token=" + page));
+      for (const auto& p : j.value("metrics", nlohmann::json::array())) points.push_back(p);
+      page = j.value("next_page_token", "");
+    } while (!page.empty());
+    out[m.key] = points;
+  }
+  return out;
+}
+
+void print_history(std::ostream& out, const api::RunInfo& r, const api::AttemptInfo& a, const nlohmann::json& h) {
+  out << fmt::format("Metrics of run {} attempt {} (MLflow run {})\n", r.run_id, a.number, a.mlflow_run_id);
+  if (h.empty()) out << "  no metrics logged\n";
+  for (const auto& [key, points] : h.items()) {
+    out << "\n" << key << "\n" << fmt::format("  {:<10}{:<16}{}\n", "STEP", "VALUE", "TIME");
+    for (const auto& p : points) {
+      api::Metric m = p.get<api::Metric>();
+      out << fmt::format("  {:<10}{:<16}{}\n", m.step, format_metric(m.value), format_time(m.timestamp));
+    }
+  }
+}
 
 void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
   auto row = [&](const char* k, const std::string& v) { out << fmt::format("  {:<14}{}\n", k, v.empty() ? "-" : v); };
@@ -38,6 +76,10 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
     } else if (!a.reason.empty()) {
       out << "  reason: " << a.reason << "\n";
     }
+    if (!a.metrics.empty()) {
+      out << "  metrics (latest; history: air get run " << r.run_id << " --metrics):\n";
+      for (const auto& m : a.metrics) out << fmt::format("    {:<24} {:<14} step {}\n", m.key, format_metric(m.value), m.step);
+    }
     out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", "NODE", "STATE", "EXIT", "PID", "GPUS", "MESSAGE");
     for (const auto& n : a.nodes)
       out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", n.rank, n.state,
@@ -62,7 +104,9 @@ void setup_get(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("get", "Show a run: air get run <id> (or air get <id>)");
   auto args = std::make_shared<std::vector<std::string>>();
   cmd->add_option("args", *args, "run <id>, or <id>")->required();
-  cmd->callback([&ctx, args] {
+  auto metrics = std::make_shared<bool>(false);
+  cmd->add_flag("--metrics", *metrics, "Print the full history of each metric of the latest attempt");
+  cmd->callback([&ctx, args, metrics] {
     std::string id;
     if (args->size() == 2 && (*args)[0] == "run") id = (*args)[1];
     else if (args->size() == 1 && (*args)[0] != "run") id = (*args)[0];
@@ -70,6 +114,20 @@ void setup_get(CLI::App& app, Context& ctx) {
     check_run_id(id);
     Session s = connect(ctx);
     api::RunInfo r = fetch_run(*s.client, id);
+    if (*metrics) {
+      const api::AttemptInfo* a = nullptr;
+      for (const auto& x : r.attempts)
+        if (!x.mlflow_run_id.empty()) a = &x;
+      if (!a) throw Error("run " + id + " has no MLflow run yet", "metrics appear once an attempt has started");
+      nlohmann::json h = metric_history(*s.client, a->mlflow_run_id, a->metrics);
+      if (ctx.global.output == "json")
+        *ctx.out << nlohmann::json{{"run_id", r.run_id}, {"attempt", a->number}, {"mlflow_run_id", a->mlflow_run_id},
+                                   {"metrics", h}}.dump()
+                 << "\n";
+      else
+        print_history(*ctx.out, r, *a, h);
+      return;
+    }
     if (ctx.global.output == "json") {
       nlohmann::json j = r;
       j["duration_ms"] = run_duration_ms(r, now_ms());

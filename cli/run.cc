@@ -7,6 +7,7 @@
 
 #include "cli/run_k8s.h"
 #include "cli/run_submit.h"
+#include "cli/secret_check.h"
 #include "cli/verbs.h"
 #include "core/error.h"
 #include "core/snapshot.h"
@@ -104,10 +105,27 @@ void run_workload(const RunOptions& opts, Context& ctx) {
     for (const auto& d : snapshot_warnings(*manifest, opts.file)) warnings.push_back(d);
   }
   plan.warnings = warnings;
+  SecretCheck secrets = check_workload_secrets(w, opts.file, ctx);
   if (json) {
-    *ctx.out << plan_to_json(plan).dump(2) << "\n";
+    nlohmann::json j = plan_to_json(plan);
+    if (!w.secrets.empty()) {
+      nlohmann::json missing = nlohmann::json::array();
+      for (const auto& d : secrets.missing) missing.push_back(to_json(d));
+      j["secrets_check"] = {{"checked", secrets.checked}, {"workspace", secrets.workspace}, {"note", secrets.note},
+                            {"missing", missing}};
+    }
+    *ctx.out << j.dump(2) << "\n";
   } else {
     *ctx.out << render_plan_text(plan);
+    if (!w.secrets.empty()) {
+      if (!secrets.checked) *ctx.out << "\nSecrets: " << secrets.note << "\n";
+      else if (secrets.missing.empty())
+        *ctx.out << "\nSecrets: all " << w.secrets.size() << " exist in the " << secrets.workspace << "\n";
+    }
+  }
+  if (!secrets.missing.empty()) {
+    if (!json) *ctx.err << render_all(secrets.missing, opts.file, "the workspace would refuse this run");
+    ctx.exit_code = kExitUsage;
   }
 }
 

@@ -78,11 +78,7 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
 }  // namespace
 
 int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
-  if (!w.secrets.empty())
-    throw usage_error(fmt::format("{}: the workload uses secrets ({}), which this version of air cannot resolve yet; "
-                                  "nothing was submitted",
-                                  w.source_file, w.secrets.front().name),
-                      "remove the 'secrets' section for now");
+  // Secrets are checked by the workspace at submit (by name): a missing one comes back as a diagnostic.
   Session s = connect(ctx);
   bool text = ctx.global.output == "text";
   if (text) *ctx.err << "Submitting experiment: " << w.experiment_name << "\n";
@@ -102,7 +98,7 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
     run = s.client->post_json(std::string(api::kPrefix) + "/runs", req).get<api::RunInfo>();
   } catch (const ApiError& e) {
     if (e.diagnostics().empty()) throw;
-    *ctx.err << render_all(e.diagnostics(), w.source_file, "submitted");
+    *ctx.err << render_all(e.diagnostics(), w.source_file, "nothing was submitted");
     return kExitUsage;
   }
   if (!text) {

@@ -30,6 +30,7 @@ WorkspaceResolver& resolver() {
 
 std::istream* g_in = &std::cin;
 int g_in_fd = 0;
+std::string g_host;  // `air secrets --host URL`
 
 // Restores the terminal if Ctrl-C arrives while echo is off, then dies of the signal as usual.
 termios g_saved_termios;
@@ -212,8 +213,16 @@ void add_deletes(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a)
 }  // namespace
 
 void set_workspace_resolver(WorkspaceResolver r) { resolver() = std::move(r); }
+bool has_workspace_resolver() { return static_cast<bool>(resolver()); }
 
 WorkspaceEndpoint resolve_workspace(const Context& ctx) {
+  if (!g_host.empty()) {
+    const char* air = std::getenv("AIR_TOKEN");
+    const char* databricks = std::getenv("DATABRICKS_TOKEN");
+    std::string token = air && *air ? air : databricks ? databricks : "";
+    if (token.empty()) throw usage_error("--host needs a token", "export AIR_TOKEN=<token> (or DATABRICKS_TOKEN)");
+    return {g_host, token};
+  }
   if (resolver()) return resolver()(ctx);
   for (auto [host_var, token_var] : {std::pair{"AIR_HOST", "AIR_TOKEN"}, std::pair{"DATABRICKS_HOST", "DATABRICKS_TOKEN"}}) {
     const char* host = std::getenv(host_var);
@@ -241,11 +250,16 @@ void set_secret_input(std::istream* in, int fd) {
 void setup_secrets(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("secrets", "Manage secret scopes and secrets (values are never printed)");
   cmd->require_subcommand(1);
+  g_host.clear();
+  cmd->add_option("--host", g_host,
+                  "Workspace URL, with the token from AIR_TOKEN or DATABRICKS_TOKEN (default: the workspace 'air run' "
+                  "uses)");
   auto a = std::make_shared<Args>();
   add_create_scope(*cmd, ctx, a);
   add_put_secret(*cmd, ctx, a);
   add_lists(*cmd, ctx, a);
   add_deletes(*cmd, ctx, a);
+  for (auto* sub : cmd->get_subcommands({})) sub->fallthrough();  // --host after the verb works too
 }
 
 }  // namespace air::cli

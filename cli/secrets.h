@@ -17,6 +17,7 @@ namespace air::cli {
 // AIR_TOKEN (DATABRICKS_HOST / DATABRICKS_TOKEN also work, so the verb can manage a Databricks workspace).
 using WorkspaceResolver = std::function<WorkspaceEndpoint(const Context&)>;
 void set_workspace_resolver(WorkspaceResolver resolver);
+bool has_workspace_resolver();
 WorkspaceEndpoint resolve_workspace(const Context& ctx);
 
 void setup_secrets(CLI::App& app, Context& ctx);

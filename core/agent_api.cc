@@ -36,6 +36,9 @@ NodeSpec node_spec_from_json(const nlohmann::json& j) {
   read_field(j, "snapshot_digest", s.snapshot_digest);
   read_field(j, "gpu", s.gpu);
   read_field(j, "max_log_bytes", s.max_log_bytes);
+  read_field(j, "dependencies", s.dependencies);
+  read_field(j, "environment_version", s.environment_version);
+  read_field(j, "mlflow_run_id", s.mlflow_run_id);
   if (auto it = j.find("env"); it != j.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) {
       s.env.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
@@ -71,7 +74,10 @@ nlohmann::json to_json(const NodeSpec& s) {
           {"parameters_yaml", s.parameters_yaml},
           {"snapshot_digest", s.snapshot_digest},
           {"gpu", s.gpu},
-          {"max_log_bytes", s.max_log_bytes}};
+          {"max_log_bytes", s.max_log_bytes},
+          {"dependencies", s.dependencies},
+          {"environment_version", s.environment_version},
+          {"mlflow_run_id", s.mlflow_run_id}};
 }
 
 nlohmann::json to_json(const NodeStatusReport& r) {

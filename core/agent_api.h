@@ -32,6 +32,9 @@ struct NodeSpec {
   std::string snapshot_digest;  // hex SHA-256, empty when the run has no snapshot
   bool gpu = false;
   uint64_t max_log_bytes = 0;  // 0: no limit
+  std::vector<std::string> dependencies;  // environment.dependencies: pip requirements for a venv
+  std::string environment_version;        // environment.version (part of the venv's key)
+  std::string mlflow_run_id;              // the attempt's MLflow run: MLFLOW_RUN_ID ("" when none)
 };
 
 // POST .../nodes/{n}/status

@@ -2,6 +2,7 @@
 #include "core/api.h"
 
 #include <charconv>
+#include <cmath>
 
 namespace air::api {
 
@@ -54,6 +55,22 @@ void from_json(const json& j, SubmitRequest& v) {
   get(j, "idempotency_key", v.idempotency_key);
 }
 
+void to_json(json& j, const Metric& v) {
+  json value = v.value;
+  if (std::isnan(v.value)) value = "NaN";
+  else if (std::isinf(v.value)) value = v.value > 0 ? "Infinity" : "-Infinity";
+  j = json{{"key", v.key}, {"value", value}, {"timestamp", v.timestamp}, {"step", v.step}};
+}
+void from_json(const json& j, Metric& v) {
+  get(j, "key", v.key);
+  if (auto it = j.find("value"); it != j.end()) {
+    if (it->is_number()) v.value = it->get<double>();
+    else if (it->is_string()) v.value = *it == "Infinity" ? INFINITY : *it == "-Infinity" ? -INFINITY : NAN;
+  }
+  get(j, "timestamp", v.timestamp);
+  get(j, "step", v.step);
+}
+
 void to_json(json& j, const NodeInfo& v) {
   j = json{{"rank", v.rank},   {"state", v.state}, {"exit_code", opt(v.exit_code)}, {"message", v.message},
            {"pid", opt(v.pid)}, {"gpus", v.gpus},  {"log_bytes", v.log_bytes},
@@ -81,7 +98,9 @@ void to_json(json& j, const AttemptInfo& v) {
            {"failing_lines", v.failing_lines},
            {"reason", v.reason},
            {"job_id", v.job_id},
-           {"nodes", v.nodes}};
+           {"nodes", v.nodes},
+           {"mlflow_run_id", v.mlflow_run_id},
+           {"metrics", v.metrics}};
 }
 void from_json(const json& j, AttemptInfo& v) {
   get(j, "number", v.number);
@@ -95,6 +114,8 @@ void from_json(const json& j, AttemptInfo& v) {
   get(j, "reason", v.reason);
   get(j, "job_id", v.job_id);
   get(j, "nodes", v.nodes);
+  get(j, "mlflow_run_id", v.mlflow_run_id);
+  get(j, "metrics", v.metrics);
 }
 
 void to_json(json& j, const RunInfo& v) {
@@ -179,7 +200,10 @@ void to_json(json& j, const NodeSpec& v) {
            {"parameters_yaml", v.parameters_yaml},
            {"snapshot_digest", v.snapshot_digest},
            {"gpu", v.gpu},
-           {"max_log_bytes", v.max_log_bytes}};
+           {"max_log_bytes", v.max_log_bytes},
+           {"dependencies", v.dependencies},
+           {"environment_version", v.environment_version},
+           {"mlflow_run_id", v.mlflow_run_id}};
 }
 void from_json(const json& j, NodeSpec& v) {
   get(j, "run_id", v.run_id);
@@ -206,6 +230,9 @@ void from_json(const json& j, NodeSpec& v) {
   get(j, "snapshot_digest", v.snapshot_digest);
   get(j, "gpu", v.gpu);
   get(j, "max_log_bytes", v.max_log_bytes);
+  get(j, "dependencies", v.dependencies);
+  get(j, "environment_version", v.environment_version);
+  get(j, "mlflow_run_id", v.mlflow_run_id);
 }
 
 void to_json(json& j, const NodeStatusReport& v) {

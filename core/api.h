@@ -43,6 +43,13 @@ struct NodeInfo {
   int64_t running_at_ms = 0;  // when its command started (the agent reported RUNNING)
 };
 
+// One MLflow metric value (the latest of its key for `get run`, or one point of its history).
+struct Metric {
+  std::string key;
+  double value = 0;  // may be NaN or +-infinity (sent as "NaN", "Infinity", "-Infinity")
+  int64_t timestamp = 0, step = 0;
+};
+
 struct AttemptInfo {
   int number = 1;
   std::string state = "PENDING";  // a RunState name
@@ -54,6 +61,8 @@ struct AttemptInfo {
   std::string reason;                      // why the attempt ended when it did not succeed
   std::string job_id;                      // the batch system's job (Slurm); empty on the local backend
   std::vector<NodeInfo> nodes;
+  std::string mlflow_run_id;               // this attempt's MLflow run ("" when none)
+  std::vector<Metric> metrics;             // latest value of each metric (GET /runs/{id} only)
 };
 
 struct RunInfo {
@@ -100,6 +109,9 @@ struct NodeSpec {
   std::string snapshot_digest;
   bool gpu = false;
   uint64_t max_log_bytes = 0;
+  std::vector<std::string> dependencies;  // environment.dependencies (pip requirements)
+  std::string environment_version;        // environment.version
+  std::string mlflow_run_id;              // the attempt's MLflow run ("" when none)
 };
 
 // POST /runs/{run}/attempts/{k}/nodes/{n}/status
@@ -135,6 +147,8 @@ void to_json(nlohmann::json& j, const ErrorBody& v);
 void from_json(const nlohmann::json& j, ErrorBody& v);
 void to_json(nlohmann::json& j, const SubmitRequest& v);
 void from_json(const nlohmann::json& j, SubmitRequest& v);
+void to_json(nlohmann::json& j, const Metric& v);
+void from_json(const nlohmann::json& j, Metric& v);
 void to_json(nlohmann::json& j, const NodeInfo& v);
 void from_json(const nlohmann::json& j, NodeInfo& v);
 void to_json(nlohmann::json& j, const AttemptInfo& v);

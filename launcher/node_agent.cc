@@ -16,12 +16,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "launcher/http_client.h"
 #include "launcher/hyperparams.h"
 #include "launcher/log_shipper.h"
 #include "launcher/log_shipper_framing.h"
 #include "launcher/node_agent_status.h"
+#include "launcher/node_setup.h"
 #include "launcher/process.h"
 #include "launcher/slurm_env.h"
 
@@ -137,6 +139,7 @@ struct Pipeline {
   LogShipper& shipper;
   LogTail& tail;
   AgentLog& log;
+  std::vector<std::string> secrets;  // values redacted from the command's output before framing
   void add(std::string_view framed) {
     if (framed.empty()) return;
     if (!spool.append(framed) && !spool_failed) {
@@ -153,7 +156,7 @@ struct Pipeline {
 Outcome supervise(ChildProcess& child, Pipeline& pipe, StatusReporter& status, WakePipe& wake,
                   std::chrono::milliseconds grace) {
   Outcome out;
-  LineFramer framers[2] = {LineFramer('o'), LineFramer('e')};
+  RedactingFramer framers[2] = {RedactingFramer('o', pipe.secrets), RedactingFramer('e', pipe.secrets)};
   std::string buf(256 * 1024, '\0'), framed;
   bool term_sent = false, leader_done = false;
   Clock::time_point kill_at{}, eof_deadline{};
@@ -266,17 +269,24 @@ int run_node_agent(const NodeAgentOptions& o) {
   LogShipper shipper(spool, std::make_unique<HttpClient>(o.server, o.token), so);
   shipper.start();
   LogTail tail;
-  Pipeline pipeline{spool, shipper, tail, log};
+  Pipeline pipeline{spool, shipper, tail, log, {o.token}};
 
   NodeStatusReport final;
   final.state = "FAILED";
   int exit_code = kExitFailed;
+  std::map<std::string, std::string> secrets;
   try {
     if (o.slurm) {
       apply_slurm_spec(spec, environment_map());
       log.info("Slurm node " + std::to_string(spec.node_rank) + " of " + std::to_string(spec.num_nodes) +
                ", MASTER_ADDR " + spec.master_addr);
     }
+    secrets = resolve_node_secrets(spec, o);
+    for (const auto& [name, value] : secrets) pipeline.secrets.push_back(value);
+    log.set_redaction(pipeline.secrets);
+    if (!secrets.empty()) log.info("resolved " + std::to_string(secrets.size()) + " secret(s)");
+    if (Redactor(pipeline.secrets).ignored_values() > 0)
+      log.info("warning: a secret shorter than 4 bytes cannot be redacted from the log");
     CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
     if (!spec.snapshot_digest.empty()) {
       fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, paths.code_dir, log);
@@ -284,11 +294,39 @@ int run_node_agent(const NodeAgentOptions& o) {
       fs::create_directories(paths.code_dir);
     }
     write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
+    SpawnOptions spawn;
+    spawn.env = build_command_env(spec, o, paths, current_environment());
+    {
+      // pip's output goes to the node log like the command's, through the same redaction.
+      RedactingFramer pip_out('e', pipeline.secrets);
+      std::string framed;
+      auto on_output = [&](std::string_view d) {
+        framed.clear();
+        pip_out.feed(d, unix_time_ms(), framed);
+        pipeline.add(framed);
+      };
+      if (!spec.dependencies.empty()) log.info("preparing the Python environment for environment.dependencies");
+      auto flush = [&] {
+        framed.clear();
+        pip_out.flush(unix_time_ms(), framed);
+        pipeline.add(framed);
+      };
+      std::map<std::string, std::string> py;
+      try {
+        py = prepare_python_env(spec, paths.code_dir, air_home(), env_value(spawn.env, "PATH"), on_output);
+      } catch (...) {
+        flush();  // pip's last words belong in the log before the failure is reported
+        throw;
+      }
+      flush();
+      overlay_env(spawn.env, py);
+    }
+    overlay_env(spawn.env, mlflow_env(spec, o));
+    overlay_env(spawn.env, secrets);
+    for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
     if (status.stop_requested()) throw Error("stopped by workspace");
     if (g_signal.load()) throw Error("node agent interrupted before the command started");
-    SpawnOptions spawn;
     spawn.argv = {"bash", "-c", spec.command};
-    spawn.env = build_command_env(spec, o, paths, current_environment());
     spawn.cwd = paths.code_dir;
     spawn.guardian_grace = o.stop_grace;
     ChildProcess child(spawn);
@@ -316,6 +354,7 @@ int run_node_agent(const NodeAgentOptions& o) {
     if (g_signal.load()) exit_code = kExitInterrupted;
   }
   if (final.state == "FAILED") final.last_lines = tail.last_lines(20);
+  final.message = redact(final.message, pipeline.secrets);
 
   // Every line must reach the workspace before the final report: a restarted workspace needs them too.
   auto drain_deadline = Clock::now() + (g_signal.load() ? std::chrono::milliseconds(10000) : o.drain_timeout);

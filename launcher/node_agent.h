@@ -42,8 +42,11 @@ class AgentLog {
   AgentLog(const std::string& path, std::ostream* err);
   ~AgentLog();
   void info(const std::string& message);
+  // Values replaced by [REDACTED] in every later message (the run's secrets and the node token).
+  void set_redaction(std::vector<std::string> values);
 
  private:
+  std::vector<std::string> redact_;
   std::mutex mu_;
   int fd_ = -1;
   std::ostream* err_;

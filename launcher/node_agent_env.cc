@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/redact.h"
 #include "core/sha256.h"
 #include "core/snapshot.h"
 #include "launcher/http_client.h"
@@ -63,8 +64,14 @@ AgentLog::~AgentLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void AgentLog::info(const std::string& message) {
+void AgentLog::set_redaction(std::vector<std::string> values) {
   std::lock_guard lock(mu_);
+  redact_ = std::move(values);
+}
+
+void AgentLog::info(const std::string& raw) {
+  std::lock_guard lock(mu_);
+  const std::string message = redact_.empty() ? raw : air::redact(raw, redact_);
   if (fd_ >= 0) {
     std::string line = iso_now() + " " + message + "\n";
     ssize_t ignored = ::write(fd_, line.data(), line.size());

@@ -17,6 +17,7 @@
 #include "core/local_daemon.h"
 #include "server/local_backend.h"
 #include "server/server_config.h"
+#include "server/services.h"
 #include "server/slurm_backend.h"
 #include "server/workspace.h"
 
@@ -85,6 +86,7 @@ class Api {
     node_routes();
     log_routes();
     snapshot_routes();
+    services_routes();
     srv_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -223,6 +225,23 @@ class Api {
     });
   }
 
+  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/services.h says who may
+  // do what). A node token reads only the secrets its run references.
+  void services_routes() {
+    auto h = [this](const httplib::Request& req, httplib::Response& res) {
+      auto who = ws_.authenticate(bearer(req));
+      std::vector<SecretRef> refs;
+      if (who && !who->admin && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
+        for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
+      ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body);
+      send_json(res, r.body, r.status);
+    };
+    for (const char* prefix : {"/api/2.0/secrets/", "/api/2.0/mlflow/"}) {
+      srv_.Get(std::string(prefix) + ".*", h);
+      srv_.Post(std::string(prefix) + ".*", h);
+    }
+  }
+
   httplib::Server& srv_;
   Workspace& ws_;
 };
@@ -285,6 +304,8 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // Agents started by this workspace keep their Python environments under the same home.
+  ::setenv("AIR_HOME", o.home.c_str(), 1);
 
   std::unique_ptr<httplib::Server> srv;
   bool tls = !o.cert.empty() || !o.key.empty();

@@ -100,6 +100,10 @@ void migrate_mlflow(sqlite3* db) {
       run_id TEXT NOT NULL, key TEXT NOT NULL, value REAL, special TEXT,
       timestamp INTEGER NOT NULL, step INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS mlflow_metrics_by_run ON mlflow_metrics(run_id, key, step, timestamp);
+    CREATE TABLE IF NOT EXISTS air_attempt_mlflow_runs(
+      air_run_id TEXT NOT NULL, attempt INTEGER NOT NULL, mlflow_run_id TEXT NOT NULL,
+      PRIMARY KEY(air_run_id, attempt));
+    CREATE INDEX IF NOT EXISTS air_attempt_mlflow_runs_by_mlflow ON air_attempt_mlflow_runs(mlflow_run_id);
     INSERT OR IGNORE INTO mlflow_experiments(experiment_id, name, artifact_location, creation_time, last_update_time)
       VALUES(0, 'Default', 'mlflow-artifacts:/0', CAST(strftime('%s', 'now') AS INTEGER) * 1000,
              CAST(strftime('%s', 'now') AS INTEGER) * 1000);
@@ -335,6 +339,36 @@ std::map<std::string, std::vector<MlflowMetric>> MlflowStore::all_metric_history
   st.bind(1, run_id);
   std::map<std::string, std::vector<MlflowMetric>> out;
   while (st.step()) out[st.text(0)].push_back({st.text(0), value_of(st, 1, 2), st.i64(3), st.i64(4)});
+  return out;
+}
+
+std::string MlflowStore::attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name) {
+  if (auto known = attempt_runs(air_run_id); known.count(attempt)) return known[attempt];
+  std::string exp = get_or_create_experiment(experiment_name.empty() ? "Default" : experiment_name);
+  KeyValues tags = {{"air.run_id", air_run_id}, {"air.attempt", std::to_string(attempt)}};
+  MlflowRun run = create_run(exp, fmt::format("{}-attempt-{}", air_run_id, attempt), "air", std::nullopt, tags);
+  std::lock_guard lock(mu_);
+  sql::Stmt(db_->get(), "INSERT OR IGNORE INTO air_attempt_mlflow_runs VALUES(?, ?, ?)")
+      .bind(1, air_run_id).bind(2, static_cast<int64_t>(attempt)).bind(3, run.info.run_id).run();
+  sql::Stmt st(db_->get(), "SELECT mlflow_run_id FROM air_attempt_mlflow_runs WHERE air_run_id = ? AND attempt = ?");
+  st.bind(1, air_run_id).bind(2, static_cast<int64_t>(attempt));
+  return st.step() ? st.text(0) : run.info.run_id;
+}
+
+std::optional<std::string> MlflowStore::air_run_of(const std::string& mlflow_run_id) {
+  std::lock_guard lock(mu_);
+  sql::Stmt st(db_->get(), "SELECT air_run_id FROM air_attempt_mlflow_runs WHERE mlflow_run_id = ?");
+  st.bind(1, mlflow_run_id);
+  if (st.step()) return st.text(0);
+  return std::nullopt;
+}
+
+std::map<int, std::string> MlflowStore::attempt_runs(const std::string& air_run_id) {
+  std::lock_guard lock(mu_);
+  sql::Stmt st(db_->get(), "SELECT attempt, mlflow_run_id FROM air_attempt_mlflow_runs WHERE air_run_id = ?");
+  st.bind(1, air_run_id);
+  std::map<int, std::string> out;
+  while (st.step()) out[static_cast<int>(st.i64(0))] = st.text(1);
   return out;
 }
 

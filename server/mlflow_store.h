@@ -96,6 +96,14 @@ class MlflowStore {
   // Every metric's history, by key (`air get run --metrics`).
   std::map<std::string, std::vector<MlflowMetric>> all_metric_history(const std::string& run_id);
 
+  // The MLflow run of one attempt of an air run: created on first call (in the experiment named
+  // experiment_name, "Default" when empty; tagged air.run_id and air.attempt), the same id afterwards.
+  std::string attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name);
+  // attempt -> MLflow run id, for every attempt of an air run that has one.
+  std::map<int, std::string> attempt_runs(const std::string& air_run_id);
+  // The air run whose attempt owns this MLflow run; nullopt for runs created through the API.
+  std::optional<std::string> air_run_of(const std::string& mlflow_run_id);
+
  private:
   MlflowRunInfo run_info(const std::string& run_id);
   MlflowRun get_run_locked(const std::string& run_id);

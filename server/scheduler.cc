@@ -5,6 +5,8 @@
 #include "core/run_state.h"
 #include "server/workspace.h"
 
+#include "server/services.h"
+
 namespace air::server {
 
 namespace {
@@ -126,6 +128,10 @@ void Workspace::finish_attempt(RunRecord& r) {
     it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a->number ? tokens_.erase(it)
                                                                                                       : std::next(it);
   std::string kind = r.stop_kind;
+  services_->end_mlflow_run(a->mlflow_run_id, kind.empty() && all_ok ? "SUCCEEDED"
+                                              : kind == "cancel"     ? "CANCELED"
+                                              : kind == "timeout"    ? "TIMED_OUT"
+                                                                     : "FAILED");
   auto end_run = [&](const std::string& state, const std::string& message) {
     a->state = state;
     r.info.state = state;

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/run_state.h"
 #include "core/workload.h"
+#include "server/services.h"
 
 namespace air::server {
 
@@ -64,7 +65,8 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       backend_(std::move(backend)),
       store_((fs::create_directories(opts_.home), opts_.home + "/workspace.db")),
       blobs_(opts_.home + "/blobs"),
-      logs_(opts_.home + "/runs") {
+      logs_(opts_.home + "/runs"),
+      services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
 }
 
@@ -92,6 +94,7 @@ void Workspace::start() {
     seq_ = store_.max_seq();
     for (auto& r : store_.load_runs()) {
       if (!r.info.idempotency_key.empty()) idempotency_[r.info.idempotency_key] = r.info.run_id;
+      services_->add_metrics(r.info, false);  // the attempts' MLflow run ids live in the MLflow tables
       std::string id = r.info.run_id;
       runs_[id] = std::move(r);
     }
@@ -195,11 +198,10 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                     fmt::format("the workspace rejected {}", req.file_name.empty() ? "the workload" : req.file_name),
                     parsed.diagnostics);
   const Workload& w = *parsed.workload;
-  if (!w.secrets.empty())
-    throw HttpError(400, "UNSUPPORTED",
-                    fmt::format("workload uses secrets ({}), which this workspace does not resolve yet; remove the "
-                                "'secrets' section or pass the values through env_variables",
-                                w.secrets.front().name));
+  if (auto missing = services_->missing_secrets(w, req.file_name); !missing.empty())
+    throw HttpError(400, "SECRETS_MISSING",
+                    fmt::format("{} secret(s) the workload references do not exist in this workspace", missing.size()),
+                    missing);
   if (!req.snapshot_digest.empty() && !blobs_.has(req.snapshot_digest))
     throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
   if (w.compute.gpu && backend_->total_gpus() >= 0 &&
@@ -237,11 +239,16 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
   i.idempotency_key = key;
   json env = json::array();
   for (const auto& [k, v] : w.env_variables) env.push_back({k, v});
+  json secrets = json::array();
+  for (const auto& sr : w.secrets) secrets.push_back({{"name", sr.name}, {"scope", sr.scope}, {"key", sr.key}});
   r.spec_json = json{{"command", w.command},
                      {"env", env},
                      {"parameters_yaml", w.parameters_yaml},
                      {"local_world_size", std::max(1, w.compute.accelerators_per_node)},
-                     {"gpu", w.compute.gpu}}
+                     {"gpu", w.compute.gpu},
+                     {"secrets", secrets},
+                     {"dependencies", w.environment.dependencies},
+                     {"environment_version", w.environment.version.value_or("")}}
                     .dump();
   if (!key.empty()) idempotency_[key] = i.run_id;
   std::string id = i.run_id;
@@ -297,6 +304,7 @@ bool Workspace::try_start_attempt(RunRecord& r) {
   a.state = "PENDING";
   a.master_port = free_port();
   a.started_at_ms = now();
+  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name);
   for (int n = 0; n < r.info.num_nodes; ++n) {
     api::NodeInfo ni;
     ni.rank = n;
@@ -352,8 +360,13 @@ void Workspace::check_node(const RunRecord& r, int attempt, int node) const {
 }
 
 api::RunInfo Workspace::get(const std::string& id) const {
-  std::lock_guard<std::mutex> g(mu_);
-  return find(id).info;
+  api::RunInfo info;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    info = find(id).info;
+  }
+  services_->add_metrics(info);  // outside the lock: a read of the MLflow tables
+  return info;
 }
 
 api::RunList Workspace::list(int limit, bool all_status) const {
@@ -412,6 +425,12 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
   s.snapshot_digest = r.info.snapshot_digest;
   s.gpu = t.value("gpu", false);
   s.max_log_bytes = 64ull << 30;
+  for (const auto& x : t.value("secrets", json::array()))
+    s.secrets.push_back({x.value("name", ""), x.value("scope", ""), x.value("key", "")});
+  s.dependencies = t.value("dependencies", std::vector<std::string>{});
+  s.environment_version = t.value("environment_version", "");
+  for (const auto& a : r.info.attempts)
+    if (a.number == attempt) s.mlflow_run_id = a.mlflow_run_id;
   return s;
 }
 

@@ -22,6 +22,8 @@
 
 namespace air::server {
 
+class WorkspaceServices;
+
 // An error with an HTTP status; rendered as {"error": {"code", "message", "diagnostics"}}.
 struct HttpError : std::runtime_error {
   HttpError(int status, std::string code, std::string message, std::vector<Diagnostic> diags = {})
@@ -84,6 +86,8 @@ class Workspace {
                    std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
 
   BlobStore& blobs() { return blobs_; }
+  // Secrets and MLflow (server/services.h).
+  WorkspaceServices& services() { return *services_; }
   const WorkspaceOptions& options() const { return opts_; }
   // One scheduler pass; the tick thread calls it, tests may too.
   void tick();
@@ -126,6 +130,7 @@ class Workspace {
   Store store_;
   BlobStore blobs_;
   LogStore logs_;
+  std::unique_ptr<WorkspaceServices> services_;
   std::string url_;
 
   mutable std::mutex mu_;

@@ -2,6 +2,9 @@
 // field help and JSON output.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,6 +26,14 @@ struct Result {
 };
 
 Result air_cli(std::vector<std::string> args) {
+  // No workspace: the dry-run's secret check must not find a daemon someone left running in ~/.air.
+  static const bool hermetic = [] {
+    ::setenv("AIR_HOME", "/nonexistent/air-run-test-home", 1);
+    ::setenv("AIR_CONFIG_FILE", "/nonexistent/air-run-test-config", 1);
+    ::unsetenv("AIR_HOST");
+    return true;
+  }();
+  (void)hermetic;
   args.insert(args.begin(), "air");
   std::ostringstream out, err;
   int code = air::cli::run_cli(args, out, err);
@@ -55,6 +66,18 @@ TEST_CASE("dry-run of the reference workload prints the plan and exits 0") {
   CHECK(r.out.find("  max_steps: 100\n") != std::string::npos);
   CHECK(r.out.find("  fsspec>=2024.6.1\n") != std::string::npos);
   CHECK(r.out.find("  largest files:\n") != std::string::npos);  // the snapshot manifest
+}
+
+TEST_CASE("dry-run without a running workspace says the secrets were not checked and still succeeds") {
+  Result r = air_cli({"run", "-f", kReference, "--dry-run"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("\nSecrets: no workspace is running, so the secrets' existence was not checked (air run checks "
+                   "it)\n") != std::string::npos);
+  Result j = air_cli({"run", "-f", kReference, "--dry-run", "-o", "json"});
+  CHECK(j.code == 0);
+  auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["secrets_check"]["checked"] == false);
+  CHECK(doc["secrets_check"]["missing"].empty());
 }
 
 TEST_CASE("dry-run with -o json prints one JSON document") {

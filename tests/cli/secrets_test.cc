@@ -1,6 +1,7 @@
 // `air secrets` end to end in-process: the verb, the client and a real loopback workspace; and the hidden
 // prompt on a real pseudo-terminal.
 #include <catch2/catch.hpp>
+#include <stdlib.h>
 
 #include <fcntl.h>
 #include <pty.h>
@@ -163,4 +164,20 @@ TEST_CASE("air secrets: the prompt on a terminal does not echo and restores the 
   CHECK(screen.find("typed-secret") == std::string::npos);
   ::close(master);
   ::close(slave);
+}
+
+TEST_CASE("air secrets: --host with AIR_TOKEN talks to that workspace instead of the configured one") {
+  Workspace w;
+  ::setenv("AIR_TOKEN", "wrong-token", 1);
+  CliResult bad = w.run({"secrets", "--host", w.server.url(), "list-scopes"});
+  CHECK(bad.code == 1);  // the resolver's good token was not used
+  CHECK(bad.err.find("a valid access token is required") != std::string::npos);
+  ::setenv("AIR_TOKEN", "t0k", 1);
+  CliResult ok = w.run({"secrets", "create-scope", "via_host", "--host", w.server.url()});
+  CHECK(ok.code == 0);
+  CHECK(ok.out == "Created scope via_host\n");
+  ::unsetenv("AIR_TOKEN");
+  CliResult none = w.run({"secrets", "--host", w.server.url(), "list-scopes"});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("--host needs a token") != std::string::npos);
 }

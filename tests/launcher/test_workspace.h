@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/redact_codec.h"
+
 namespace air::test {
 
 class TestWorkspace {
@@ -53,6 +55,7 @@ class TestWorkspace {
   std::mutex mu;
   std::map<std::string, Node> nodes;          // key "run/attempt/node"
   std::map<std::string, std::string> blobs;   // digest -> bytes
+  std::map<std::string, std::string> secrets; // "scope/key" -> value, served at /api/2.0/secrets/get
   int fail_log_posts_before_store = 0;        // next N log posts: 500, nothing stored
   int fail_log_posts_after_store = 0;         // next N log posts: stored, then 500 (a lost reply)
   int fail_every_nth_log_post = 0;            // every Nth post fails (alternating before/after store)
@@ -123,6 +126,18 @@ class TestWorkspace {
     s.Post(node_re + "/logs", [this](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req, res)) return;
       append_log(req, res);
+    });
+    s.Get("/api/2.0/secrets/get", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req, res)) return;
+      std::lock_guard lock(mu);
+      auto it = secrets.find(req.get_param_value("scope") + "/" + req.get_param_value("key"));
+      if (it == secrets.end()) {
+        res.status = 404;
+        res.set_content(R"({"error_code":"RESOURCE_DOES_NOT_EXIST","message":"no such secret"})", "application/json");
+        return;
+      }
+      res.set_content(nlohmann::json{{"key", req.get_param_value("key")}, {"value", air::base64_encode(it->second)}}.dump(),
+                      "application/json");
     });
     s.Get(R"(/api/air/v1/snapshots/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req, res)) return;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include "server/services.h"
 #include "server/workspace.h"
 
 namespace fs = std::filesystem;
@@ -250,7 +251,7 @@ TEST_CASE("workspace: the same idempotency key gives the same run") {
   CHECK(f.ws->list(0, true).runs.size() == 2);
 }
 
-TEST_CASE("workspace: submit re-validates and returns located diagnostics; secrets are refused") {
+TEST_CASE("workspace: submit re-validates, returns located diagnostics and refuses missing secrets") {
   Fixture f;
   air::api::SubmitRequest req;
   req.workload_yaml = "experiment_name: t\ncompute:\n  acelerator_type: CPU_1xHOST\n  num_accelerators: 2\ncommand: x\n";
@@ -264,14 +265,31 @@ TEST_CASE("workspace: submit re-validates and returns located diagnostics; secre
     CHECK(e.diagnostics[0].file == "t.yaml");
     CHECK(e.diagnostics[0].line == 3);
   }
+  const std::string secrets = "secrets:\n  HF_TOKEN: scope/key\n  OTHER: other/k2\n";
   try {
-    f.submit("secrets:\n  HF_TOKEN: scope/key\n");
+    f.submit(secrets);
     FAIL("expected an error");
   } catch (const HttpError& e) {
     CHECK(e.status == 400);
-    CHECK(std::string(e.what()).find("secrets (HF_TOKEN)") != std::string::npos);
+    CHECK(e.code == "SECRETS_MISSING");
+    REQUIRE(e.diagnostics.size() == 2);  // every missing one, at once
+    CHECK(e.diagnostics[0].message == "secret 'HF_TOKEN' references scope/key, which does not exist in the workspace");
+    CHECK(e.diagnostics[1].message == "secret 'OTHER' references other/k2, which does not exist in the workspace");
+    CHECK(e.diagnostics[1].hint ==
+          "create it: air secrets put-secret other k2  (the value is read from stdin or a hidden prompt)");
   }
   CHECK(f.ws->list(0, true).runs.empty());
+  f.ws->services().secrets().create_scope("scope");
+  f.ws->services().secrets().put_secret("scope", "key", "v4lue-1", false);
+  f.ws->services().secrets().create_scope("other");
+  f.ws->services().secrets().put_secret("other", "k2", "v4lue-2", false);
+  std::string id = f.submit(secrets);
+  auto spec = f.ws->node_spec(id, 1, 0);
+  REQUIRE(spec.secrets.size() == 2);
+  CHECK(spec.secrets[0].name == "HF_TOKEN");
+  CHECK(spec.secrets[0].scope == "scope");
+  CHECK(spec.secrets[0].key == "key");
+  CHECK(nlohmann::json(spec).dump().find("v4lue") == std::string::npos);  // references only
 }
 
 TEST_CASE("workspace: GPU runs get disjoint CUDA_VISIBLE_DEVICES subsets; too many GPUs are refused") {
