@@ -19,7 +19,11 @@ bool replaceable(const fs::path& dir) {
   if (!fs::exists(dir, ec)) return true;
   if (!fs::is_directory(dir, ec)) return false;
   if (fs::is_empty(dir, ec)) return true;
-  return fs::exists(dir / "config.json", ec);
+  if (fs::exists(dir / "config.json", ec)) return true;
+  // Only the sharded checkpoints of an attempt that did not finish.
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != kShardedSubdir) return false;
+  return !ec;
 }
 
 void write_text(const fs::path& p, const std::string& text) {
@@ -114,6 +118,11 @@ void CheckpointSaver::commit() {
     if (!replaceable(out)) throw Error("output_dir " + o_.output_dir + " changed during training; the new checkpoint is in " + tmp_);
     old = out.parent_path() / ("." + out.filename().string() + ".old-" + std::to_string(::getpid()));
     fs::remove_all(old, ec);
+    // The sharded checkpoints move into the new folder first (one rename), so they are never lost.
+    if (fs::exists(out / kShardedSubdir, ec)) {
+      fs::rename(out / kShardedSubdir, fs::path(tmp_) / kShardedSubdir, ec);
+      if (ec) throw Error("cannot move " + (out / kShardedSubdir).string() + " into the new checkpoint: " + ec.message());
+    }
     fs::rename(out, old, ec);
     if (ec) throw Error("cannot move the earlier checkpoint aside: " + ec.message(), "the new checkpoint is in " + tmp_);
   }

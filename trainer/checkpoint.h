@@ -25,8 +25,12 @@ struct SaveOptions {
   std::string tokenizer_path;    // tokenizer.json to copy
 };
 
+// The sharded resumable checkpoints' default folder inside output_dir. Replacing output_dir with a new
+// consolidated checkpoint carries it over, so a retried attempt still finds it.
+inline constexpr const char* kShardedSubdir = "sharded";
+
 // Fails early (before training) when output_dir cannot be replaced: it exists and holds something
-// other than an earlier checkpoint, or its parent cannot be created.
+// other than an earlier checkpoint (or only sharded checkpoints), or its parent cannot be created.
 void check_output_dir(const std::string& output_dir);
 
 // The tensors of a checkpoint in write order, with HF names (lm_head.weight absent when tied).

@@ -132,6 +132,14 @@ const std::vector<Field>& fields() {
       enum_field("save_dtype", "dtype of the saved weights", &C::save_dtype, {"auto", "bf16", "fp32"}),
       str_field("max_shard_size", "shard the saved weights above this size", &C::max_shard_size),
       str_field("metrics_file", "append the JSON metric lines to this file", &C::metrics_file),
+      enum_field("engine", "local (whole model) or fsdp (sharded); auto: fsdp with several ranks or checkpoints",
+                 &C::engine, {"auto", "local", "fsdp"}),
+      enum_field("grad_sync", "fsdp: reduce-scatter gradients every micro_batch, or once per step", &C::grad_sync,
+                 {"micro_batch", "step"}),
+      int_field("checkpoint_every_steps", "save a sharded resumable checkpoint every N steps (0: never)",
+                &C::checkpoint_every_steps),
+      str_field("checkpoint_dir", "where sharded checkpoints go (default: <output_dir>/sharded)", &C::checkpoint_dir),
+      str_field("resume", "auto (newest complete checkpoint, if any), never, or a checkpoint folder", &C::resume),
   };
   return kFields;
 }
@@ -278,6 +286,12 @@ void validate(const TrainConfig& c) {
   if (c.log_every < 1) e.push_back("log_every must be at least 1");
   if (c.max_examples < 0) e.push_back("max_examples must not be negative");
   if (c.save && c.output_dir.empty()) e.push_back("output_dir is required when save is true");
+  if (c.checkpoint_every_steps < 0) e.push_back("checkpoint_every_steps must not be negative (0: never)");
+  if (c.checkpoint_every_steps > 0 && c.engine == "local")
+    e.push_back("checkpoint_every_steps needs engine: fsdp (or auto): sharded checkpoints are the FSDP engine's");
+  if (c.checkpoint_every_steps > 0 && c.checkpoint_dir.empty() && c.output_dir.empty())
+    e.push_back("checkpoint_every_steps needs checkpoint_dir or output_dir");
+  if (c.resume.empty()) e.push_back("resume must be auto, never, or a checkpoint folder");
   try {
     parse_size(c.max_shard_size);
   } catch (const Error& err) {

@@ -41,6 +41,12 @@ struct TrainConfig {
   std::string save_dtype = "auto";       // auto (bf16 when training in bf16, else fp32) | bf16 | fp32
   std::string max_shard_size = "5GB";    // shard model.safetensors above this size (as save_pretrained)
   std::string metrics_file;              // also append the JSON lines here (rank 0)
+  // Distributed training and resumption (docs/fsdp.md).
+  std::string engine = "auto";           // auto (fsdp when WORLD_SIZE > 1 or checkpointing) | local | fsdp
+  std::string grad_sync = "micro_batch"; // micro_batch (reduce-scatter every micro-batch) | step (once per step)
+  int64_t checkpoint_every_steps = 0;    // sharded resumable checkpoint every N steps (0: never)
+  std::string checkpoint_dir;            // default: <output_dir>/sharded
+  std::string resume = "auto";           // auto (the newest complete checkpoint, if any) | never | a path
 
   // Where each key's value came from: "default", "<file>:<line>", or "--set".
   std::map<std::string, std::string> origin;

@@ -7,8 +7,15 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/api/include/torch/version.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// Gloo needs its own headers, which the pip wheel does not ship (the GPU image): NCCL only there.
+#if __has_include(<gloo/algorithm.h>)
+#define AIR_WITH_GLOO 1
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <unistd.h>
 
 #include <cstdlib>
@@ -186,7 +193,7 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const DistEnv& env, std::chrono::seco
   return store;
 }
 
-bool is_loopback(const std::string& addr) {
+[[maybe_unused]] bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
@@ -229,6 +236,9 @@ std::unique_ptr<Dist> Dist::init(const DistEnv& env, DistBackend backend, std::c
     group = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, env.rank, env.world_size, options);
   }
 #endif
+#ifndef AIR_WITH_GLOO
+  if (!nccl) throw Error("this air-train was built without Gloo (no gloo headers)", "use NCCL on GPUs");
+#else
   if (!nccl) {
     auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
     const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
@@ -242,6 +252,7 @@ std::unique_ptr<Dist> Dist::init(const DistEnv& env, DistBackend backend, std::c
     options->threads = 2;
     group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, env.rank, env.world_size, options);
   }
+#endif
   return std::make_unique<C10dDist>(env, store, group, nccl);
 }
 

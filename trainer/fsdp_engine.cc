@@ -5,8 +5,6 @@
 #if __has_include("trainer/engine.h")
 #include "trainer/fsdp_engine.h"
 
-#include <cstdlib>
-
 #include "core/error.h"
 #include "trainer/dist.h"
 #include "trainer/fsdp.h"
@@ -30,10 +28,7 @@ class FsdpEngine : public ShardedEngine {
     fc.device = s.device;
     // Every rank builds the same weights (same files or same seed): no broadcast needed.
     fc.sync_module_states = false;
-    const char* sync = std::getenv("AIR_FSDP_GRAD_SYNC");
-    if (sync && std::string(sync) == "step") fc.grad_sync = GradSync::kOncePerStep;
-    else if (sync && *sync && std::string(sync) != "micro_batch")
-      throw Error("AIR_FSDP_GRAD_SYNC must be micro_batch or step, got '" + std::string(sync) + "'");
+    if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
     fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
 
     model_.set_requires_grad(true);

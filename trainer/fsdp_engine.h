@@ -22,7 +22,7 @@ class ShardedEngine : public Engine {
 
 // Joins the process group from the environment (RANK, WORLD_SIZE, MASTER_ADDR, ...; NCCL when s.device is
 // CUDA, else Gloo) and shards the model built by build_model(). Gradient accumulation reduce-scatters every
-// micro-batch unless AIR_FSDP_GRAD_SYNC=step (then once per step, keeping unsharded fp32 gradients).
+// micro-batch unless grad_sync: step (then once per step, keeping unsharded fp32 gradients).
 std::unique_ptr<ShardedEngine> make_fsdp_engine(const EngineSetup& s);
 
 }  // namespace air::train

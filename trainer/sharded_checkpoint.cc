@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -88,6 +89,43 @@ at::Tensor read_slice(const std::vector<std::shared_ptr<SafetensorsFile>>& files
   return at::cat(parts);
 }
 
+// Removes step folders that are neither the newest `keep` complete checkpoints (those with state.json)
+// nor the one just written; half-written folders of a crashed save go too. Rank 0 only, after the barrier.
+void prune(const fs::path& dir, int64_t current, int keep) {
+  std::vector<std::pair<int64_t, fs::path>> complete;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind("step-", 0) != 0) continue;
+    int64_t step = -1;
+    try {
+      step = std::stoll(name.substr(5));
+    } catch (...) {
+      continue;
+    }
+    if (step == current) continue;
+    if (fs::exists(e.path() / "state.json")) complete.emplace_back(step, e.path());
+    else fs::remove_all(e.path(), ec);
+  }
+  std::sort(complete.begin(), complete.end());
+  // The current checkpoint counts as one of the `keep`.
+  for (size_t i = 0; i + static_cast<size_t>(keep - 1) < complete.size(); ++i) fs::remove_all(complete[i].second, ec);
+}
+
+// Every rank must see the same answer, or ranks would start from different steps (a checkpoint_dir that is
+// not on storage every node sees). Sum of "found" flags over the ranks: 0 or world.
+void check_agreement(Fsdp& fsdp, bool found, const std::string& dir) {
+  Dist& dist = fsdp.dist();
+  if (dist.world_size() == 1) return;
+  at::Tensor flag = at::full({1}, found ? 1.0f : 0.0f, at::TensorOptions().device(fsdp.config().device));
+  dist.all_reduce_sum(flag);
+  const int64_t n = static_cast<int64_t>(flag.item<float>() + 0.5f);
+  if (n != 0 && n != dist.world_size())
+    throw Error(std::to_string(n) + " of " + std::to_string(dist.world_size()) + " ranks see a sharded checkpoint in " +
+                    dir + " (this rank " + (found ? "does" : "does not") + ")",
+                "checkpoint_dir must be on storage every node sees (use an absolute path on a shared file system)");
+}
+
 }  // namespace
 
 void save_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, const LoopState& loop, int keep) {
@@ -108,6 +146,12 @@ void save_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, const LoopState
   fs::rename(file.string() + ".tmp", file);
   dist.barrier();
   if (dist.rank() == 0) {
+    // The checkpoint is complete only when every rank's file is here; on storage that nodes do not share
+    // the other nodes' files are elsewhere, and resuming would load the wrong step on some ranks.
+    for (int r = 0; r < dist.world_size(); ++r)
+      if (!fs::exists(step_dir / rank_file(r, dist.world_size())))
+        throw Error("sharded checkpoint " + step_dir.string() + " lacks rank " + std::to_string(r) + "'s file",
+                    "checkpoint_dir must be on storage every node sees (use an absolute path on a shared file system)");
     nlohmann::json units = nlohmann::json::array();
     for (auto& u : fsdp.units()) units.push_back({{"name", u->name}, {"numel", u->numel}});
     nlohmann::json state = {{"step", loop.step},           {"data_epoch", loop.data_epoch},
@@ -116,23 +160,27 @@ void save_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, const LoopState
                             {"world_size", dist.world_size()}, {"units", units}};
     write_text_atomically(step_dir / "state.json", state.dump(2) + "\n");
     write_text_atomically(fs::path(dir) / "latest", step_name(loop.step) + "\n");
-    if (keep > 0) {
-      std::vector<fs::path> steps;
-      for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0) steps.push_back(e.path());
-      std::sort(steps.begin(), steps.end());
-      for (size_t i = 0; i + keep < steps.size(); ++i) fs::remove_all(steps[i]);
-    }
+    if (keep > 0) prune(dir, loop.step, keep);
   }
   dist.barrier();
 }
 
-bool load_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, LoopState& loop) {
-  fs::path latest = fs::path(dir) / "latest";
-  if (!fs::exists(latest)) return false;
+std::string find_sharded_checkpoint(const std::string& dir) {
+  fs::path p(dir);
+  std::error_code ec;
+  if (fs::exists(p / "state.json", ec)) return p.string();  // a step folder itself
+  fs::path latest = p / "latest";
+  if (!fs::exists(latest, ec)) return "";
   std::string name = read_text(latest);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-  fs::path step_dir = fs::path(dir) / name;
+  return (p / name).string();
+}
+
+bool load_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, LoopState& loop) {
+  const std::string found = find_sharded_checkpoint(dir);
+  check_agreement(fsdp, !found.empty(), dir);
+  if (found.empty()) return false;
+  fs::path step_dir(found);
   nlohmann::json state;
   try {
     state = nlohmann::json::parse(read_text(step_dir / "state.json"));

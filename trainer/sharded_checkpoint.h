@@ -22,12 +22,19 @@ struct LoopState {
 
 // Collective: every rank calls it. Each file is written to a temporary name and renamed; `latest` moves
 // only after every rank's file is in place, so a crash mid-save leaves the previous checkpoint current.
-// Keeps the newest `keep` step folders (0 keeps all).
+// Keeps the newest `keep` complete step folders, the new one included (0 keeps all); folders without
+// state.json (a save that crashed) are removed.
 void save_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, const LoopState& loop, int keep = 2);
 
 // Collective. Loads the checkpoint `latest` names into the shards (any world size: with a different world
 // size every rank reads all shards and re-slices). Returns false when dir has no checkpoint; throws
 // air::Error when it does not fit this model.
+// `dir` is a checkpoint folder (with `latest`) or one step folder (with state.json). Every rank must see
+// the same thing; when they do not (storage not shared between nodes), it throws air::Error.
 bool load_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, LoopState& loop);
+
+// The step folder `dir` refers to: dir itself when it holds state.json, else the one `latest` names;
+// "" when there is none. Local: reads only the file system.
+std::string find_sharded_checkpoint(const std::string& dir);
 
 }  // namespace air::train

@@ -15,6 +15,7 @@
 #include "trainer/engine.h"
 #include "trainer/fsdp_engine.h"
 #include "trainer/metrics.h"
+#include "trainer/mlflow_logger.h"
 #include "trainer/optim.h"
 #include "trainer/sources.h"
 #include "trainer/tokenizer.h"
@@ -70,9 +71,50 @@ at::Device pick_device(const TrainConfig& c, int64_t local_rank) {
 }
 
 std::unique_ptr<Engine> make_engine(const EngineSetup& s) {
-  // More than one rank: the FSDP engine (trainer/fsdp_engine.h) shards the model over all of them.
-  if (s.world_size > 1) return make_fsdp_engine(s);
+  // More than one rank: the FSDP engine (trainer/fsdp_engine.h) shards the model over all of them. It also
+  // owns the sharded resumable checkpoints, so checkpointing picks it at world size 1 too.
+  const auto& c = s.config;
+  if (c.engine == "local" && s.world_size > 1)
+    throw Error("engine: local runs one process, but WORLD_SIZE is " + std::to_string(s.world_size),
+                "use engine: fsdp (or auto) with several ranks");
+  if (c.engine == "fsdp" || (c.engine == "auto" && (s.world_size > 1 || c.checkpoint_every_steps > 0)))
+    return make_fsdp_engine(s);
   return make_local_engine(s);
+}
+
+std::string sharded_dir(const TrainConfig& c) {
+  return c.checkpoint_dir.empty() ? (fs::path(c.output_dir) / kShardedSubdir).string() : c.checkpoint_dir;
+}
+
+// Restores the newest complete sharded checkpoint (resume: auto) or the one named (resume: <path>), and
+// moves the data loader to where it stood. Returns the number of steps already done.
+int64_t maybe_resume(const TrainConfig& c, Engine& engine, DataLoader& loader, std::ostream& log) {
+  auto* sharded = dynamic_cast<ShardedEngine*>(&engine);
+  if (c.resume == "never") return 0;
+  const bool named = c.resume != "auto";
+  const std::string from = named ? c.resume : sharded_dir(c);
+  if (!sharded) {
+    if (named) throw Error("resume: " + c.resume + " needs the fsdp engine", "set engine: fsdp (or auto)");
+    return 0;
+  }
+  LoopState loop;
+  if (!sharded->load_sharded(from, loop)) {
+    if (named)
+      throw Error("resume: no sharded checkpoint in " + from,
+                  "name a checkpoint folder (with a `latest` file) or a step folder (with state.json)");
+    return 0;
+  }
+  if (loop.seed != c.seed)
+    log << "warning: the checkpoint was trained with seed " << loop.seed << ", this run has seed " << c.seed
+        << "; continuing with the checkpoint's data position\n";
+  if (loop.step > c.max_steps)
+    throw Error("the checkpoint in " + from + " is at step " + std::to_string(loop.step) + ", beyond max_steps " +
+                    std::to_string(c.max_steps),
+                "raise max_steps, or set resume: never to start over");
+  loader.seek({loop.data_epoch, loop.data_cursor});
+  log << "resumed from " << find_sharded_checkpoint(from) << " at step " << loop.step << " (data epoch "
+      << loop.data_epoch << ", row " << loop.data_cursor << ")\n" << std::flush;
+  return loop.step;
 }
 
 struct Loaded {
@@ -109,7 +151,8 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
   s.world_size = env_int("WORLD_SIZE", 1);
   s.local_rank = env_int("LOCAL_RANK", 0);
   std::ostringstream sink;
-  std::ostream& log = s.rank == 0 ? out : sink;
+  // Rank 0 and the first rank of every other node print, so each node's log shows the (global) loss.
+  std::ostream& log = s.rank == 0 || s.local_rank == 0 ? out : sink;
   log << render_config(c);
 
   s.model_dir = resolve_model_dir(c.model_name);
@@ -160,11 +203,17 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
   log << "engine: " << engine->describe() << "\n" << std::flush;
   std::ofstream metrics_file;
   if (!c.metrics_file.empty() && s.rank == 0) metrics_file.open(c.metrics_file, std::ios::app);
+  // MLflow from rank 0 only (MLFLOW_TRACKING_URI + MLFLOW_RUN_ID); never blocks the loop.
+  std::unique_ptr<MlflowLogger> mlflow = s.rank == 0 ? MlflowLogger::from_environment(std::cerr) : nullptr;
+  if (mlflow) log << "mlflow: logging loss, lr, grad_norm, tokens/s to run " << std::getenv("MLFLOW_RUN_ID") << "\n";
 
   TrainResult result;
+  result.first_step = maybe_resume(c, *engine, loader, log) + 1;
+  auto* sharded = dynamic_cast<ShardedEngine*>(engine.get());
   const double flops_per_token = mc.train_flops_per_token(c.max_seq_len);
   reset_peak_memory(s.device);
-  for (int64_t step = 1; step <= c.max_steps; ++step) {
+  const int64_t exit_after = env_int("AIR_TRAIN_EXIT_AFTER_STEP", 0);  // fault injection for the resume tests
+  for (int64_t step = result.first_step; step <= c.max_steps; ++step) {
     synchronize(s.device);
     auto t0 = std::chrono::steady_clock::now();
     StepBatch batch = loader.next();
@@ -191,18 +240,34 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
     m.flops_per_token = flops_per_token;
     m.world_size = s.world_size;
     m.peak_memory_gib = peak_memory_gib(s.device);
+    if (mlflow)
+      mlflow->log_step(step, {{"loss", m.loss},
+                              {"lr", m.lr},
+                              {"grad_norm", m.grad_norm},
+                              {"tokens_per_s", m.padded_tokens_per_s()},
+                              {"real_tokens_per_s", m.real_tokens_per_s()},
+                              {"step_time_s", m.step_seconds}});
     result.losses.push_back(m.loss);
     result.grad_norms.push_back(m.grad_norm);
     if (step % c.log_every == 0 || step == c.max_steps || step == 1) {
       log << human_line(m) << "\n" << json_line(m) << "\n" << std::flush;
       if (metrics_file.is_open()) metrics_file << json_line(m) << "\n" << std::flush;
     }
+    if (sharded && c.checkpoint_every_steps > 0 && (step % c.checkpoint_every_steps == 0 || step == c.max_steps)) {
+      const auto pos = loader.position();
+      sharded->save_sharded(sharded_dir(c), {step, pos.epoch, pos.cursor, c.seed});
+      log << "saved sharded checkpoint " << step << " to " << sharded_dir(c) << "\n" << std::flush;
+    }
+    if (step == exit_after) {
+      log << "exiting after step " << step << " (AIR_TRAIN_EXIT_AFTER_STEP)\n" << std::flush;
+      std::_Exit(3);
+    }
   }
   if (c.save) {
     engine->save(save);
     if (s.rank == 0) {
       result.checkpoint_dir = c.output_dir;
-      log << "saved checkpoint to " << c.output_dir << "\n";
+      log << "saved checkpoint to " << fs::absolute(c.output_dir).lexically_normal().string() << "\n";
     }
   }
   return result;

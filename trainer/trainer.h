@@ -2,6 +2,7 @@
 // save the checkpoint. train_main() is the whole program; run_training() is the same loop for tests.
 #pragma once
 #include <iosfwd>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,11 @@ struct TrainResult {
   std::vector<double> losses;      // per step (every step, whatever log_every says)
   std::vector<double> grad_norms;  // per step, before clipping
   std::string checkpoint_dir;      // "" when not saved
+  int64_t first_step = 1;          // > 1 when the run resumed from a sharded checkpoint
 };
 
-// Runs a whole training job in this process. Output (configuration, step lines) goes to `out` on rank 0.
+// Runs a whole training job in this process. Output (configuration, step lines) goes to `out` on rank 0
+// and on the first rank of every other node (LOCAL_RANK 0), so each node's log shows the global loss.
 TrainResult run_training(TrainConfig config, std::ostream& out);
 
 // Parses arguments (--config FILE, --set key=value, --print-config, --help) and the environment

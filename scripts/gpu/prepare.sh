@@ -9,14 +9,15 @@ rm -rf "$dest"
 mkdir -p "$dest/include" "$dest/core"
 cp -r "$src/CMakeLists.txt" "$src/cmake" "$src/trainer" "$src/scripts" "$src/examples" "$dest/"
 cp "$src/core/error.h" "$dest/core/"
-# The FSDP sources need c10d headers the checks don't: leave them out while the loop does not use them.
-if ! grep -q '"trainer/fsdp.h"' "$src/trainer/trainer.cc" "$src/trainer/engine.cc"; then
-  rm -f "$dest"/trainer/fsdp*.cc "$dest"/trainer/dist*.cc
-fi
+# air-torchrun needs only the standard library and core/error.h: fsdp_check.sh compiles it with g++ directly
+# (the launcher's CMake target pulls in air_core, whose headers the GPU image lacks).
+mkdir -p "$dest/launcher" "$dest/bench"
+cp "$src"/launcher/torchrun*.cc "$src"/launcher/torchrun*.h "$dest/launcher/"
+cp "$src/bench/fsdp_bench.py" "$dest/bench/"
 cp /usr/include/pcre2.h "$dest/include/"
 # The reference baseline (not ours, not committed) runs in the same call, for same-machine ratios.
 if [ -f /work/shared/bench/seed_fsdp_baseline.py ]; then
-  mkdir -p "$dest/bench" && cp /work/shared/bench/seed_fsdp_baseline.py "$dest/bench/"
+  cp /work/shared/bench/seed_fsdp_baseline.py "$dest/bench/"
 fi
 python3 - "$dest/trainer/CMakeLists.txt" <<'PY'
 import sys
