@@ -68,6 +68,7 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
     const auto& a = *it;
     out << fmt::format("\nAttempt {}: {}  (master port {}, {} -> {})\n", a.number, a.state, a.master_port,
                        format_time(a.started_at_ms), a.ended_at_ms ? format_time(a.ended_at_ms) : "now");
+    if (!a.job_id.empty()) out << "  slurm job: " << a.job_id << "\n";
     if (a.failing_node) {
       out << fmt::format("  first failing node: {} (exit code {}): {}\n", *a.failing_node,
                          a.failing_exit_code ? std::to_string(*a.failing_exit_code) : std::string("none"), a.reason);

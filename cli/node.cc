@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "cli/verbs.h"
+#include "core/error.h"
 #include "launcher/node_agent.h"
+#include "launcher/slurm_env.h"
 
 namespace air::cli {
 
@@ -18,17 +20,21 @@ void setup_node(CLI::App& app, Context& ctx) {
   cmd->add_option("--server", o->server, "Workspace URL")->required();
   cmd->add_option("--run", o->run_id, "Run id")->required();
   cmd->add_option("--attempt", o->attempt, "Attempt number")->required();
-  cmd->add_option("--node", o->node, "Node rank")->required();
+  auto* node = cmd->add_option("--node", o->node, "Node rank");
+  cmd->add_flag("--slurm", o->slurm, "Started by srun: the rank is SLURM_NODEID; %n in --workdir is replaced by it")
+      ->excludes(node);
   cmd->add_option("--workdir", o->workdir, "This node's working directory")->required();
   cmd->add_option("--gpus", o->gpus, "CUDA_VISIBLE_DEVICES for the command");
   cmd->add_option("--bin-dir", o->bin_dir, "Folder put first on the command's PATH (default: air's own)");
   cmd->add_option("--drain-timeout", *drain_s, "Seconds to keep shipping logs after the command ended")
       ->default_val(600);
-  cmd->callback([o, drain_s, &ctx] {
+  cmd->callback([o, drain_s, node, &ctx] {
     const char* token = std::getenv("AIR_NODE_TOKEN");
     o->token = token ? token : "";
     o->drain_timeout = std::chrono::seconds(*drain_s);
     o->err = ctx.err;
+    if (o->slurm) launcher::apply_slurm_node(*o, launcher::environment_map());
+    else if (node->count() == 0) throw usage_error("air node needs --node (or --slurm inside a Slurm job step)");
     ctx.exit_code = launcher::run_node_agent(*o);
   });
 }

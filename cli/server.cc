@@ -19,6 +19,8 @@ struct ServerFlags {
   int port = 8470, prefer_port = 0;
   bool daemon = false;
   uint64_t max_snapshot_mb = 4096;
+  std::string backend, advertise_url, slurm_partition, slurm_account;
+  std::vector<std::string> slurm_options;
 };
 
 void run_status(Context& ctx, const std::string& home_flag) {
@@ -58,6 +60,14 @@ void setup_server(CLI::App& app, Context& ctx) {
   cmd->add_option("--cert", f->cert, "TLS certificate (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", f->key, "TLS private key (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--max-snapshot-mb", f->max_snapshot_mb, "Largest snapshot accepted, in MiB");
+  cmd->add_option("--backend", f->backend, "What runs nodes: local (default) or slurm")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--advertise-url", f->advertise_url,
+                  "URL the nodes use to reach this workspace (the port is added when missing)");
+  cmd->add_option("--slurm-partition", f->slurm_partition, "sbatch --partition");
+  cmd->add_option("--slurm-account", f->slurm_account, "sbatch --account");
+  cmd->add_option("--slurm-option", f->slurm_options, "Extra sbatch option, e.g. --qos=high (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--daemon", f->daemon, "Started by the CLI as the local workspace")->group("");
   cmd->add_option("--prefer-port", f->prefer_port, "With --port 0: try this port first")->group("");
   cmd->require_subcommand(0, 1);
@@ -78,6 +88,11 @@ void setup_server(CLI::App& app, Context& ctx) {
     o.air_binary = default_air_binary();
     o.bin_dir = o.air_binary.substr(0, o.air_binary.rfind('/'));
     o.max_snapshot_bytes = f->max_snapshot_mb << 20;
+    o.backend = f->backend;
+    o.advertise_url = f->advertise_url;
+    o.slurm_partition = f->slurm_partition;
+    o.slurm_account = f->slurm_account;
+    o.slurm_options = f->slurm_options;
     ctx.exit_code = server::serve(o, *ctx.out, *ctx.err);
   });
 }

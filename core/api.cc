@@ -97,6 +97,7 @@ void to_json(json& j, const AttemptInfo& v) {
            {"failing_exit_code", opt(v.failing_exit_code)},
            {"failing_lines", v.failing_lines},
            {"reason", v.reason},
+           {"job_id", v.job_id},
            {"nodes", v.nodes},
            {"mlflow_run_id", v.mlflow_run_id},
            {"metrics", v.metrics}};
@@ -111,6 +112,7 @@ void from_json(const json& j, AttemptInfo& v) {
   get_opt(j, "failing_exit_code", v.failing_exit_code);
   get(j, "failing_lines", v.failing_lines);
   get(j, "reason", v.reason);
+  get(j, "job_id", v.job_id);
   get(j, "nodes", v.nodes);
   get(j, "mlflow_run_id", v.mlflow_run_id);
   get(j, "metrics", v.metrics);

@@ -59,6 +59,7 @@ struct AttemptInfo {
   std::optional<int> failing_exit_code;
   std::vector<std::string> failing_lines;  // its last lines
   std::string reason;                      // why the attempt ended when it did not succeed
+  std::string job_id;                      // the batch system's job (Slurm); empty on the local backend
   std::vector<NodeInfo> nodes;
   std::string mlflow_run_id;               // this attempt's MLflow run ("" when none)
   std::vector<Metric> metrics;             // latest value of each metric (GET /runs/{id} only)

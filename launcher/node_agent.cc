@@ -25,6 +25,7 @@
 #include "launcher/node_agent_status.h"
 #include "launcher/node_setup.h"
 #include "launcher/process.h"
+#include "launcher/slurm_env.h"
 
 namespace air::launcher {
 
@@ -275,6 +276,11 @@ int run_node_agent(const NodeAgentOptions& o) {
   int exit_code = kExitFailed;
   std::map<std::string, std::string> secrets;
   try {
+    if (o.slurm) {
+      apply_slurm_spec(spec, environment_map());
+      log.info("Slurm node " + std::to_string(spec.node_rank) + " of " + std::to_string(spec.num_nodes) +
+               ", MASTER_ADDR " + spec.master_addr);
+    }
     secrets = resolve_node_secrets(spec, o);
     for (const auto& [name, value] : secrets) pipeline.secrets.push_back(value);
     log.set_redaction(pipeline.secrets);

@@ -21,6 +21,7 @@ struct NodeAgentOptions {
   std::string gpus;     // CUDA_VISIBLE_DEVICES for the command; empty: leave as inherited
   std::string bin_dir;  // first on the command's PATH; empty: the folder of the running executable
   std::string token;    // from AIR_NODE_TOKEN; never printed
+  bool slurm = false;   // started by srun: rank, node count and MASTER_ADDR from SLURM_* (launcher/slurm_env.h)
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds stop_grace{5000};
   // How long a finished command waits for its log to reach the workspace (which may be restarting).

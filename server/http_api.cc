@@ -16,7 +16,9 @@
 #include "core/error.h"
 #include "core/local_daemon.h"
 #include "server/local_backend.h"
+#include "server/server_config.h"
 #include "server/services.h"
+#include "server/slurm_backend.h"
 #include "server/workspace.h"
 
 namespace air::server {
@@ -244,6 +246,52 @@ class Api {
   Workspace& ws_;
 };
 
+struct NodeBackend {
+  std::unique_ptr<Backend> backend;
+  std::string name, advertise_url;
+};
+
+// The backend from the flags, else $home/server.conf, else local.
+NodeBackend make_backend(const ServerOptions& o) {
+  ServerConfig f = read_server_config(o.home + "/server.conf");
+  auto pick = [](const std::string& flag, const std::string& file) { return flag.empty() ? file : flag; };
+  NodeBackend nb;
+  nb.name = pick(o.backend, f.backend);
+  if (nb.name.empty()) nb.name = "local";
+  nb.advertise_url = pick(o.advertise_url, f.advertise_url);
+  if (!nb.advertise_url.empty() && nb.advertise_url.find("://") == std::string::npos)
+    throw usage_error("--advertise-url '" + nb.advertise_url + "' is not a URL", "e.g. http://10.0.0.5:8470");
+  if (nb.name == "local") {
+    nb.backend = std::make_unique<LocalBackend>(o.air_binary);
+  } else if (nb.name == "slurm") {
+    bool loopback_only = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1" || o.host == "0.0.0.0";
+    if (nb.advertise_url.empty() && loopback_only)
+      throw usage_error("--backend slurm needs --advertise-url: the URL Slurm nodes use to reach this workspace",
+                        "e.g. air server --backend slurm --host 0.0.0.0 --advertise-url http://HEAD_NODE_IP:8470");
+    SlurmOptions so;
+    so.partition = pick(o.slurm_partition, f.slurm_partition);
+    so.account = pick(o.slurm_account, f.slurm_account);
+    so.extra_options = o.slurm_options.empty() ? f.slurm_options : o.slurm_options;
+    so.air_binary = o.air_binary;
+    nb.backend = std::make_unique<SlurmBackend>(so);
+  } else {
+    throw usage_error("unknown backend '" + nb.name + "'", "use --backend local or --backend slurm");
+  }
+  return nb;
+}
+
+// "http://10.0.0.5" + 8470 -> "http://10.0.0.5:8470"; a URL with a port is kept as it is.
+std::string with_port(const std::string& url, int port) {
+  auto scheme = url.find("://");
+  auto host_start = scheme + 3;
+  auto path = url.find('/', host_start);
+  std::string authority = url.substr(host_start, path == std::string::npos ? std::string::npos : path - host_start);
+  bool has_port = authority.rfind(':') != std::string::npos && authority.back() != ']';
+  std::string base = url.substr(0, path == std::string::npos ? url.size() : path);
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return has_port ? base : fmt::format("{}:{}", base, port);
+}
+
 }  // namespace
 
 int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
@@ -280,7 +328,8 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.bin_dir = o.bin_dir;
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
-  Workspace ws(wo, std::make_unique<LocalBackend>(o.air_binary));
+  NodeBackend nb = make_backend(o);
+  Workspace ws(wo, std::move(nb.backend));
   Api api(*srv, ws);  // lives as long as the server: the routes capture it
   api.install();
 
@@ -292,11 +341,14 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     throw Error(fmt::format("cannot listen on {}:{}", o.host, o.port), "is another air server using that port?");
   std::string shown_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host;
   std::string url = fmt::format("{}://{}:{}", tls ? "https" : "http", shown_host, port);
-  ws.set_url(url);
+  std::string agent_url = nb.advertise_url.empty() ? url : with_port(nb.advertise_url, port);
+  ws.set_url(agent_url);
   ws.start();
   std::string token = ws.create_admin_token();
   write_daemon_info(o.home, DaemonInfo{static_cast<int>(::getpid()), port, url, token, o.home});
   if (!o.daemon) {
+    if (agent_url != url || nb.name != "local")
+      out << "air server: backend " << nb.name << "; nodes reach this workspace at " << agent_url << "\n";
     out << "air server: listening on " << url << " (state in " << o.home << ")\n"
         << "  export AIR_HOST=" << url << "\n"
         << "  export AIR_TOKEN=$(sed -n 's/.*\"token\": \"\\(.*\\)\".*/\\1/p' " << daemon_info_path(o.home) << ")\n";

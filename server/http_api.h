@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace air::server {
 
@@ -17,6 +18,11 @@ struct ServerOptions {
   std::string bin_dir;           // folder of the air binary (for agents)
   std::string air_binary;        // the binary the local backend starts agents with
   uint64_t max_snapshot_bytes = 4ull << 30;
+  // Which machines run nodes; empty fields fall back to $home/server.conf (server/server_config.h).
+  std::string backend;                     // local (default) | slurm
+  std::string advertise_url;               // the URL agents use; without a port, the bound port is added
+  std::string slurm_partition, slurm_account;
+  std::vector<std::string> slurm_options;  // extra sbatch options
 };
 
 // Runs until SIGINT or SIGTERM. Writes $home/server.json (0600: pid, url, token) once listening.

@@ -94,6 +94,12 @@ void Workspace::begin_stop(RunRecord& r, const std::string& kind, const std::str
   r.info.status_message = kind == "cancel" ? "canceling: stopping every node"
                           : kind == "timeout" ? reason + "; stopping every node"
                                               : reason + "; stopping the other nodes";
+  // A batch job none of whose agents has started (still queued) cannot hear "stop": remove it now.
+  if (api::AttemptInfo* a = current(r); a && !a->job_id.empty()) {
+    bool none_started = true;
+    for (const auto& n : a->nodes) none_started = none_started && n.state == "PENDING";
+    if (none_started) job_cancels_.push_back({a->job_id, 0});
+  }
   maybe_finish_attempt(r);
   save(r);
   logs_.wake();
@@ -115,6 +121,8 @@ void Workspace::finish_attempt(RunRecord& r) {
   for (int n = 0; n < static_cast<int>(r.agent_pids.size()); ++n)
     if (r.agent_pids[n] > 0) lingering_.push_back({r.agent_pids[n], now() + opts_.stop_grace_ms});
   release_gpus(r);
+  // The batch job may still be ending (or hold processes that did not stop): scancel it; a no-op when done.
+  if (!a->job_id.empty()) job_cancels_.push_back({a->job_id, 0});
   store_.delete_tokens(fmt::format("run:{}:{}", r.info.run_id, a->number));
   for (auto it = tokens_.begin(); it != tokens_.end();)
     it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a->number ? tokens_.erase(it)
@@ -162,6 +170,9 @@ void Workspace::finish_attempt(RunRecord& r) {
 }
 
 void Workspace::tick() {
+  run_launches();
+  poll_jobs();
+  run_job_cancels();
   std::lock_guard<std::mutex> g(mu_);
   for (auto& [id, r] : runs_) {
     auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);

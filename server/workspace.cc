@@ -204,7 +204,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                     missing);
   if (!req.snapshot_digest.empty() && !blobs_.has(req.snapshot_digest))
     throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
-  if (w.compute.gpu && w.compute.nodes * w.compute.accelerators_per_node > backend_->total_gpus())
+  if (w.compute.gpu && backend_->total_gpus() >= 0 &&
+      w.compute.nodes * w.compute.accelerators_per_node > backend_->total_gpus())
     throw HttpError(400, "INSUFFICIENT_RESOURCES",
                     fmt::format("{} x {} needs {} GPUs on {} node(s), but this workspace's machine has {}",
                                 w.compute.num_accelerators, w.compute.accelerator_type,
@@ -291,7 +292,7 @@ void Workspace::release_gpus(RunRecord& r) {
 
 bool Workspace::try_start_attempt(RunRecord& r) {
   std::vector<std::string> gpus(r.info.num_nodes);
-  if (r.info.gpu) {
+  if (r.info.gpu && backend_->total_gpus() >= 0) {  // else the batch system allocates GPUs
     gpus = allocate_gpus(r.info.num_nodes, r.info.accelerators_per_node);
     if (gpus.empty()) {
       r.info.status_message = "waiting for GPUs held by other runs";
@@ -325,16 +326,25 @@ bool Workspace::try_start_attempt(RunRecord& r) {
   std::string attempt_dir = fmt::format("{}/runs/{}/attempt_{}", opts_.home, r.info.run_id, a.number);
   fs::create_directories(attempt_dir);
   save(r);
-  for (int n = 0; n < r.info.num_nodes; ++n) {
-    NodeLaunch l{r.info.run_id, a.number, n, url_, token, fmt::format("{}/node_{}", attempt_dir, n),
-                 gpus[n], opts_.bin_dir, fmt::format("{}/node_{}.agent.log", attempt_dir, n)};
-    runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
-    try {
-      r.agent_pids[n] = backend_->start_node(l);
-    } catch (const std::exception& e) {
-      node_failed(r, n, std::nullopt, std::string("could not start the node agent: ") + e.what(), {});
-    }
+  AttemptLaunch l{r.info.run_id, r.info.experiment_name, a.number, r.info.num_nodes, url_, token, opts_.bin_dir,
+                  attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
+                  r.info.timeout_minutes};
+  for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
+  if (backend_->batch()) {
+    // A batch client may take seconds, or hang with its controller: submitted from the tick, unlocked.
+    launches_.push_back(std::move(l));
+    r.info.status_message = "submitting the attempt to the batch system";
+    save(r);
+    return true;
   }
+  AttemptLaunchResult res;
+  std::string error;
+  try {
+    res = backend_->launch_attempt(l);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  apply_launch(r, res, error);
   save(r);
   return true;
 }

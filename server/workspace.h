@@ -40,6 +40,7 @@ struct WorkspaceOptions {
   int heartbeat_timeout_ms = 15000;  // an agent silent this long is lost
   int stop_grace_ms = 10000;         // after "stop", agents still alive this long are killed
   int tick_ms = 100;
+  int job_poll_ms = 1000;            // how often a batch backend's jobs are polled (squeue)
   int64_t minute_ms = 60000;         // how long timeout_minutes' minute lasts (shortened by e2e tests)
   bool ticker = true;                // false: tests call tick() themselves
   std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
@@ -113,6 +114,13 @@ class Workspace {
   void maybe_finish_attempt(RunRecord& r);
   void finish_attempt(RunRecord& r);
   void tick_run(RunRecord& r);
+  // Batch backends (server/scheduler_jobs.cc): poll job states and run cancellations without the lock.
+  void run_launches();
+  void apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error);
+  void poll_jobs();
+  void apply_job_state(RunRecord& r, const JobState* state);
+  void run_job_cancels();
+  void end_for_job(RunRecord& r, const JobState* state);
   std::vector<std::string> allocate_gpus(int nodes, int per_node);
   void release_gpus(RunRecord& r);
   std::string new_run_id() const;
@@ -133,6 +141,14 @@ class Workspace {
   std::vector<Lingering> lingering_;
   std::set<int> gpus_in_use_;
   std::set<std::string> restarted_runs_;  // runs whose agents must re-attach after a workspace restart
+  struct JobCancel {
+    std::string job_id;
+    int64_t next_try_ms = 0;
+  };
+  std::vector<JobCancel> job_cancels_;  // batch jobs to scancel (outside the lock)
+  std::vector<AttemptLaunch> launches_;  // batch attempts to submit (outside the lock)
+  int64_t last_job_poll_ms_ = 0;
+  std::string last_job_poll_error_;
   int64_t seq_ = 0;
 
   std::atomic<bool> stopping_{false};
