@@ -2,6 +2,7 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -44,6 +45,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   setup_node(app, ctx);
   setup_secrets(app, ctx);
   if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
+  // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
+  std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {
+    for (auto* sub : a->get_subcommands({})) {
+      sub->fallthrough();
+      allow_globals_after(sub);
+    }
+  };
+  allow_globals_after(&app);
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;

@@ -9,6 +9,7 @@
 #include "cli/run_submit.h"
 #include "cli/secret_check.h"
 #include "cli/verbs.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/snapshot.h"
 #include "core/workload.h"
@@ -101,6 +102,7 @@ void run_workload(const RunOptions& opts, Context& ctx) {
   if (w.code_source) {
     // Throws air::Error (exit 1) when the tree cannot be read: the workload itself was valid.
     manifest = scan_snapshot(w.code_source->root_path_resolved, w.code_source->include_paths);
+    exclude_subtree(*manifest, air_home(), "$AIR_HOME");
     plan.snapshot = &*manifest;
     for (const auto& d : snapshot_warnings(*manifest, opts.file)) warnings.push_back(d);
   }

@@ -42,6 +42,7 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
   if (!w.code_source || w.code_source->type != "snapshot" || w.code_source->root_path_resolved.empty()) return u;
   const CodeSource& cs = *w.code_source;
   SnapshotManifest m = scan_snapshot(cs.root_path_resolved, cs.include_paths);
+  exclude_subtree(m, air_home(), "$AIR_HOME");
   u.files = m.files.size();
   uint64_t limit = snapshot_limit_bytes();
   if (m.total_bytes > limit) {

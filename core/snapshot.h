@@ -51,6 +51,10 @@ bool looks_like_credential(const std::string& rel_path, const std::string& conte
 // Walks root (restricted to include_paths when non-empty). Throws air::Error on unreadable trees.
 SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths);
 
+// Drops every file under `dir` when it lies strictly inside m.root, and records it as a built-in exclusion
+// named `rule` (used for $AIR_HOME). Returns how many files were dropped.
+uint64_t exclude_subtree(SnapshotManifest& m, const std::string& dir, const std::string& rule);
+
 struct SnapshotArchive {
   std::string path;    // the archive file written
   std::string sha256;  // hex digest of the archive bytes

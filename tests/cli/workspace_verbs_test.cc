@@ -69,6 +69,12 @@ TEST_CASE("cli: the local workspace starts on demand, is reused, reports its sta
   auto js = air_cli({"-o", "json", "server", "status"});
   CHECK(js.code == 0);
   CHECK(js.out.find("\"running\":true") != std::string::npos);
+  auto after = air_cli({"server", "status", "-o", "json"});  // global flags may follow the verb
+  CHECK(after.code == 0);
+  CHECK(after.out == js.out);
+  auto nested = air_cli({"list", "runs", "--all-status", "--output", "json"});
+  CHECK(nested.code == 0);
+  CHECK(nested.out.rfind("{", 0) == 0);
   auto stop = air_cli({"server", "stop"});
   CHECK(stop.out == "local workspace stopped\n");
   CHECK(::kill(d->pid, 0) != 0);
