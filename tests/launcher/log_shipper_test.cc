@@ -12,6 +12,7 @@
 
 #include "launcher/log_shipper.h"
 #include "launcher/log_shipper_framing.h"
+#include "tests/launcher/test_files.h"
 #include "tests/launcher/test_workspace.h"
 
 using namespace air::launcher;
@@ -20,14 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/air-shipper-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using air::launcher_test::TempDir;
 
 const char* kLogPath = "/api/air/v1/runs/r1/attempts/1/nodes/0/logs";
 

@@ -13,6 +13,7 @@
 #include "core/redact_codec.h"
 #include "core/sha256.h"
 #include "launcher/node_agent.h"
+#include "tests/launcher/test_files.h"
 #include "tests/launcher/test_workspace.h"
 
 using namespace air::launcher;
@@ -21,21 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/air-agent-secrets-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using air::launcher_test::TempDir;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string slurp(const fs::path& p) { return air::launcher_test::read_file(p); }
 
 struct Agent {
   air::test::TestWorkspace ws;

@@ -15,6 +15,7 @@
 #include "core/snapshot.h"
 #include "launcher/node_agent.h"
 #include "launcher/process.h"
+#include "tests/launcher/test_files.h"
 #include "tests/launcher/test_workspace.h"
 
 using namespace air::launcher;
@@ -23,21 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/air-agent-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using air::launcher_test::TempDir;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using air::launcher_test::read_file;
 
 // The text of each stored line, as "o text" / "e text" (the timestamp is checked and dropped).
 std::vector<std::string> texts(const std::string& log) {
