@@ -13,6 +13,7 @@
 #include "core/redact_codec.h"
 #include "core/sha256.h"
 #include "launcher/node_agent.h"
+#include "tests/launcher/test_agent.h"
 #include "tests/launcher/test_files.h"
 #include "tests/launcher/test_workspace.h"
 
@@ -36,17 +37,7 @@ struct Agent {
                            {"command", command}, {"env", nlohmann::json::object()}, {"parameters_yaml", ""}};
     spec.update(extra);
     ws.node("run-s", 1, 0).spec = spec;
-    options.server = ws.url();
-    options.run_id = "run-s";
-    options.attempt = 1;
-    options.node = 0;
-    options.workdir = (dir.path / "node0").string();
-    options.bin_dir = AIR_BIN_DIR;
-    options.token = ws.token();
-    options.heartbeat_interval = 100ms;
-    options.drain_timeout = 20s;
-    options.spec_timeout = 2s;
-    options.handle_signals = false;
+    options = air::launcher_test::agent_options(ws, "run-s", 1, 0, (dir.path / "node0").string());
   }
   air::test::TestWorkspace::Node node() { return ws.snapshot_of("run-s", 1, 0); }
 };

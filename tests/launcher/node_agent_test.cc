@@ -15,6 +15,7 @@
 #include "core/snapshot.h"
 #include "launcher/node_agent.h"
 #include "launcher/process.h"
+#include "tests/launcher/test_agent.h"
 #include "tests/launcher/test_files.h"
 #include "tests/launcher/test_workspace.h"
 
@@ -68,17 +69,7 @@ struct Fixture {
                            {"an_unknown_field", true}};
     spec.update(extra);
     ws.node("run-7", 2, 1).spec = spec;
-    options.server = ws.url();
-    options.run_id = "run-7";
-    options.attempt = 2;
-    options.node = 1;
-    options.workdir = (dir.path / "node1").string();
-    options.bin_dir = AIR_BIN_DIR;
-    options.token = ws.token();
-    options.heartbeat_interval = 100ms;
-    options.drain_timeout = 20s;
-    options.spec_timeout = 2s;
-    options.handle_signals = false;
+    options = air::launcher_test::agent_options(ws, "run-7", 2, 1, (dir.path / "node1").string());
   }
   air::test::TestWorkspace::Node node() { return ws.snapshot_of("run-7", 2, 1); }
   std::future<int> start() {
