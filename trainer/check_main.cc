@@ -1,6 +1,7 @@
 // air-train-check: runs our model on token ids from a safetensors file and writes logits, loss and
 // gradients (and optionally a checkpoint after one AdamW step), so scripts/gpu/check_hf.py can compare
 // them with transformers. Not part of training; a measuring instrument for docs/gpu-checks.md.
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -9,9 +10,11 @@
 #include <ATen/core/grad_mode.h>
 
 #include "core/error.h"
+#include "trainer/block.h"
 #include "trainer/checkpoint.h"
 #include "trainer/llama_config.h"
 #include "trainer/model.h"
+#include "trainer/ops.h"
 #include "trainer/optim.h"
 #include "trainer/safetensors.h"
 
@@ -20,7 +23,7 @@ using namespace air::train;
 namespace {
 
 struct Args {
-  std::string model, ids, out, save, dtype = "fp32", device = "cuda";
+  std::string model, ids, out, save, dtype = "fp32", device = "cuda", engine = "autograd";
   double step_lr = 0;
   bool recompute = false;
 };
@@ -41,12 +44,139 @@ Args parse(int argc, char** argv) {
     else if (k == "--device") a.device = v();
     else if (k == "--step-lr") a.step_lr = std::stod(v());
     else if (k == "--recompute") a.recompute = true;
+    else if (k == "--engine") a.engine = v();
     else throw air::usage_error("unknown argument " + k);
   }
   if (a.model.empty() || a.ids.empty() || a.out.empty())
     throw air::usage_error("usage: air-train-check --model DIR --ids IDS.safetensors --out OUT.safetensors "
-                           "[--dtype fp32|bf16] [--recompute] [--step-lr LR --save DIR]");
+                           "[--dtype fp32|bf16] [--recompute] [--engine autograd|manual] [--step-lr LR --save DIR]");
   return a;
+}
+
+// The training engine's path (trainer/block.h): flat compute-dtype buffers, the hand-written backward,
+// gradients accumulated by the GEMMs. Writes the same tensors as the autograd path.
+int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const at::Tensor& targets,
+               at::ScalarType compute, const Rope& rope) {
+  at::NoGradGuard no_grad;
+  const LlamaConfig& cfg = m.config();
+  const int64_t B = ids.size(0), T = ids.size(1), N = B * T, L = cfg.num_hidden_layers;
+  std::vector<at::Tensor> flats, gflats;
+  for (const auto& b : m.blocks()) {
+    std::vector<at::Tensor> parts;
+    for (const auto& t : b.list()) parts.push_back(t.detach().reshape(-1));
+    flats.push_back(at::cat(parts).to(compute));
+    gflats.push_back(at::zeros_like(flats.back()));
+  }
+  at::Tensor embed = m.root().embed_tokens.detach().to(compute), norm = m.root().norm.detach().to(compute);
+  at::Tensor head_w = m.root().lm_head.defined() ? m.root().lm_head.detach().to(compute) : embed;
+  at::Tensor g_embed = at::zeros_like(embed), g_norm = at::zeros_like(norm);
+  at::Tensor g_head = m.root().lm_head.defined() ? at::zeros_like(head_w) : g_embed;
+  at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).repeat({B, 1});
+  AttnPlan plan = make_attn_plan(cfg, rope.inv_freq(), pos, {}, compute, ids.device());
+  at::Tensor flat_ids = ids.reshape({N}), flat_tgt = targets.reshape({N});
+  at::Tensor h = at::embedding(embed, flat_ids);
+  std::vector<at::Tensor> inputs(L);
+  std::vector<BlockSaved> saved(L);
+  for (int64_t l = 0; l < L; ++l) {
+    inputs[l] = h;
+    h = block_fwd(cfg, block_view(cfg, flats[l]), h, plan, &saved[l]);
+  }
+  at::Tensor logits = at::mm(std::get<0>(ops::rms_norm_fwd(h, norm, cfg.rms_norm_eps)), head_w.t()).view({B, T, -1});
+  const double count = targets.ne(-100).sum().item<double>();
+  HeadResult hr = head_loss_fwd_bwd(cfg, h, norm, head_w, flat_tgt, 1.0 / count, g_norm, g_head, 1024);
+  at::Tensor dh = hr.dh;
+  for (int64_t l = L - 1; l >= 0; --l)
+    dh = block_bwd(cfg, block_view(cfg, flats[l]), block_view(cfg, gflats[l]), inputs[l], saved[l], dh, plan);
+  g_embed.index_add_(0, flat_ids, dh);
+  at::Tensor loss = hr.loss_sum / count;
+
+  std::vector<std::pair<std::string, at::Tensor>> out = {{"logits", logits.to(at::kFloat).cpu()},
+                                                         {"loss", loss.cpu()}};
+  out.emplace_back("grad.model.embed_tokens.weight", g_embed.to(at::kFloat).cpu());
+  out.emplace_back("grad.model.norm.weight", g_norm.to(at::kFloat).cpu());
+  if (m.root().lm_head.defined()) out.emplace_back("grad.lm_head.weight", g_head.to(at::kFloat).cpu());
+  const auto& names = BlockWeights::names();
+  for (int64_t l : {int64_t{0}, L - 1}) {
+    int64_t off = 0;
+    const auto list = m.blocks()[l].list();
+    for (size_t i = 0; i < list.size(); ++i) {
+      const int64_t n = list[i].numel();
+      out.emplace_back("grad." + LlamaModel::block_param_name(l, names[i]),
+                       gflats[l].narrow(0, off, n).view(list[i].sizes()).to(at::kFloat).cpu());
+      off += n;
+    }
+  }
+  write_safetensors(a.out, out);
+  std::cout << "loss " << loss.item<double>() << " engine manual" << (ops::have_cuda_kernels() ? " (fused CUDA kernels)" : "")
+            << "\n";
+  return 0;
+}
+
+// --kernels: our fused CUDA kernels against the ATen reference path on random bf16 data of the 8B block's
+// sizes; prints the relative error of each and fails past bf16 rounding.
+int run_kernel_check() {
+  if (!ops::have_cuda_kernels()) {
+    std::cout << "kernels: this build has no fused CUDA kernels\n";
+    return 1;
+  }
+  at::manual_seed(0);
+  const auto bf = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const int64_t N = 4096, H = 4096, I = 14336, nh = 32, nkv = 8, hd = 128;
+  bool ok = true;
+  auto report = [&](const char* what, const at::Tensor& got, const at::Tensor& want, double tol) {
+    const double rel = ((got.to(at::kFloat) - want.to(at::kFloat)).norm() / want.to(at::kFloat).norm()).item<double>();
+    const bool pass = std::isfinite(rel) && rel < tol;
+    ok = ok && pass;
+    std::cout << "kernels: " << what << " relative error " << rel << (pass ? " ok" : " FAIL") << "\n";
+  };
+  auto both = [](auto fn) {
+    ops::set_use_cuda_kernels(true);
+    auto k = fn();
+    ops::set_use_cuda_kernels(false);
+    auto r = fn();
+    ops::set_use_cuda_kernels(true);
+    return std::make_pair(k, r);
+  };
+  at::Tensor x = at::randn({N, H}, bf), w = at::randn({H}, bf), dy = at::randn({N, H}, bf), res = at::randn({N, H}, bf);
+  auto fwd = both([&] { return ops::rms_norm_fwd(x, w, 1e-5); });
+  report("rms_norm forward", std::get<0>(fwd.first), std::get<0>(fwd.second), 1e-2);
+  report("rms_norm rstd", std::get<1>(fwd.first), std::get<1>(fwd.second), 1e-5);
+  at::Tensor rstd = std::get<1>(fwd.second);
+  at::Tensor dwk = at::zeros({H}, bf), dwr = at::zeros({H}, bf);
+  auto bwd = both([&] {
+    static int call = 0;
+    return ops::rms_norm_bwd(dy, x, w, rstd, call++ == 0 ? dwk : dwr);
+  });
+  report("rms_norm backward dx", bwd.first, bwd.second, 1e-2);
+  report("rms_norm backward dw", dwk, dwr, 1e-2);
+  at::Tensor gu = at::randn({N, 2 * I}, bf), da = at::randn({N, I}, bf);
+  auto sw = both([&] { return ops::swiglu_fwd(gu); });
+  report("swiglu forward", sw.first, sw.second, 1e-2);
+  auto swb = both([&] { return ops::swiglu_bwd(gu, da); });
+  report("swiglu backward", swb.first, swb.second, 1e-2);
+  at::Tensor qkv = at::randn({N, (nh + 2 * nkv) * hd}, bf), ang = at::rand({N, hd / 2}, bf.dtype(at::kFloat)) * 6;
+  at::Tensor cos = at::cat({ang.cos(), ang.cos()}, 1).to(at::kBFloat16), sin = at::cat({ang.sin(), ang.sin()}, 1).to(at::kBFloat16);
+  for (bool inverse : {false, true}) {
+    auto rp = both([&] {
+      at::Tensor t = qkv.clone();
+      ops::rope_(t, cos, sin, nh, nkv, hd, inverse);
+      return t;
+    });
+    report(inverse ? "rope inverse" : "rope forward", rp.first, rp.second, 1e-2);
+  }
+  at::Tensor logits = at::randn({1024, 128256}, bf) * 3, tgt = at::randint(128256, {1024}, bf.dtype(at::kLong));
+  tgt.narrow(0, 0, 100).fill_(-100);
+  at::Tensor lk = logits.clone(), lr = logits.clone();
+  ops::set_use_cuda_kernels(true);
+  at::Tensor loss_k = ops::cross_entropy_fwd_bwd_(lk, tgt, 1.0 / 924);
+  ops::set_use_cuda_kernels(false);
+  at::Tensor loss_r = ops::cross_entropy_fwd_bwd_(lr, tgt, 1.0 / 924);
+  ops::set_use_cuda_kernels(true);
+  report("cross-entropy loss", loss_k, loss_r, 1e-5);
+  report("cross-entropy gradient", lk, lr, 1e-2);
+  (void)res;
+  std::cout << "kernels: " << (ok ? "PASS" : "FAIL") << "\n";
+  return ok ? 0 : 1;
 }
 
 int run(const Args& a) {
@@ -67,6 +197,7 @@ int run(const Args& a) {
   const int64_t B = ids.size(0), T = ids.size(1);
   at::Tensor pos = at::arange(T, ids.options()).unsqueeze(0).repeat({B, 1});
 
+  if (a.engine == "manual") return run_manual(a, m, ids, targets, compute, rope);
   at::Tensor logits = forward_logits(m, rope, ids, pos, {}, compute, a.recompute);
   at::Tensor count = targets.ne(-100).sum().to(at::kFloat);
   at::Tensor loss = loss_sum(logits, targets) / count;
@@ -103,6 +234,7 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   try {
+    if (argc == 2 && std::string(argv[1]) == "--kernels") return run_kernel_check();
     return run(parse(argc, argv));
   } catch (const air::Error& e) {
     std::cerr << "air-train-check: error: " << e.what() << "\n";

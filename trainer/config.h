@@ -31,7 +31,9 @@ struct TrainConfig {
   std::string master_dtype = "fp32";     // fp32 | bf16: parameters, gradients and AdamW state
   std::string device = "auto";           // auto | cpu | cuda
   bool packing = false;                  // several examples per row instead of one padded example
-  bool activation_checkpointing = true;  // recompute each block in backward
+  // Recompute blocks in backward instead of keeping their activations: auto (keep as many blocks as the
+  // free device memory holds, recompute the rest), true (recompute all), false (recompute none).
+  std::string activation_checkpointing = "auto";
   std::string init = "pretrained";       // pretrained (weights from model_name) | random
   std::string fused_adamw = "auto";      // auto | on | off (at::_fused_adamw_ on CUDA with libtorch >= 2)
   int64_t log_every = 1;

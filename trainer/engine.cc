@@ -27,7 +27,7 @@ class LocalEngine : public Engine {
     const auto dev = s_.device;
     at::Tensor seg = mb.segments.defined() ? mb.segments.to(dev) : at::Tensor();
     at::Tensor logits = forward_logits(model_, rope_, mb.input_ids.to(dev), mb.positions.to(dev), seg,
-                                       s_.compute_dtype, s_.config.activation_checkpointing);
+                                       s_.compute_dtype, s_.config.activation_checkpointing != "false");
     at::Tensor loss = loss_sum(logits, mb.targets.to(dev));
     (loss * loss_scale).backward();
     return loss.detach();
@@ -55,7 +55,7 @@ class LocalEngine : public Engine {
     return std::string("local engine on ") + s_.device.str() + ", master " + c10::toString(s_.master_dtype) +
            ", compute " + c10::toString(s_.compute_dtype) + ", AdamW " + (opt_.fused() ? "fused" : "unfused") +
            ", attention " + attention_kernel_name() +
-           (s_.config.activation_checkpointing ? ", activation recomputation per block" : "");
+           (s_.config.activation_checkpointing != "false" ? ", activation recomputation per block" : "");
   }
 
  private:

@@ -44,6 +44,8 @@ class Engine {
   // Writes the consolidated checkpoint; every rank calls it, rank 0 writes.
   virtual void save(const SaveOptions& o) = 0;
   virtual std::string describe() const = 0;  // one line for the start-up banner
+  // Decisions made during the first step (e.g. which blocks recompute), printed after it; may be empty.
+  virtual std::string after_first_step() const { return ""; }
 };
 
 // Builds the parameters on `device` in `dtype`: the checkpoint's weights (init: pretrained) or HF's random

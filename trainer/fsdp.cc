@@ -4,12 +4,19 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/version.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
 #include <unordered_set>
 
 #include "core/error.h"
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define AIR_FSDP_FUSED_ADAMW 1
+#else
+#define AIR_FSDP_FUSED_ADAMW 0
+#endif
 
 namespace air::train {
 namespace {
@@ -84,7 +91,8 @@ size_t Fsdp::add_unit(std::string name, const NamedTensors& params) {
   for (const auto& p : unit->params) flat.narrow(0, p.offset, p.numel).copy_(p.tensor.reshape(-1));
   if (config_.sync_module_states && world > 1) dist_.broadcast(flat, 0);
   unit->master = flat.narrow(0, dist_.rank() * unit->shard_numel, unit->shard_numel).to(config_.master_dtype).clone();
-  unit->grad = at::zeros({unit->shard_numel}, opts(c10::kFloat, config_.device));
+  // Gradients and AdamW state in the master dtype (bf16 master: 8 bytes per parameter in all, as the peers).
+  unit->grad = at::zeros({unit->shard_numel}, opts(config_.master_dtype, config_.device));
   unit->exp_avg = at::zeros_like(unit->grad);
   unit->exp_avg_sq = at::zeros_like(unit->grad);
   unit->trigger = at::zeros({}, opts(c10::kFloat, config_.device)).requires_grad_(true);
@@ -98,6 +106,51 @@ void Fsdp::start_gather(FsdpUnit& unit) {
   unit.gathered = at::empty({unit.padded}, opts(config_.param_dtype, config_.device));
   at::Tensor shard = unit.master.to(config_.param_dtype);
   unit.gather_pending = dist_.all_gather(unit.gathered, shard);
+}
+
+bool Fsdp::zero_copy() const {
+  return dist_.world_size() == 1 && config_.master_dtype == config_.param_dtype;
+}
+
+at::Tensor Fsdp::acquire(size_t index) {
+  FsdpUnit& u = *units_.at(index);
+  if (zero_copy()) return u.master;  // at world 1 padded == numel: the master is the full parameter
+  if (dist_.world_size() == 1) {
+    if (!u.cast_valid) {
+      u.gathered = u.master.to(config_.param_dtype);
+      u.cast_valid = true;
+    }
+    return u.gathered;
+  }
+  start_gather(u);
+  u.gather_pending.wait();
+  return u.gathered;
+}
+
+void Fsdp::release_gathered(size_t index) {
+  FsdpUnit& u = *units_.at(index);
+  if (dist_.world_size() == 1 || u.live > 0) return;
+  u.gather_pending.wait();
+  u.gathered = at::Tensor();
+}
+
+at::Tensor Fsdp::grad_buffer(size_t index) {
+  FsdpUnit& u = *units_.at(index);
+  if (zero_copy()) return u.grad;
+  if (!u.grad_accum.defined()) u.grad_accum = at::zeros({u.padded}, opts(config_.param_dtype, config_.device));
+  return u.grad_accum;
+}
+
+void Fsdp::reduce_grad(size_t index) {
+  FsdpUnit& u = *units_.at(index);
+  if (!u.grad_accum.defined()) return;
+  at::NoGradGuard no_grad;
+  at::Tensor flat = std::exchange(u.grad_accum, at::Tensor());
+  if (dist_.world_size() == 1) {
+    u.grad.add_(flat);
+    return;
+  }
+  accumulate(u, flat.to(config_.reduce_dtype));
 }
 
 void Fsdp::prefetch(size_t index) {
@@ -220,7 +273,7 @@ void Fsdp::finish_backward() { drain(0); }
 at::Tensor Fsdp::grad_norm() {
   finish_backward();
   at::Tensor sum = at::zeros({1}, opts(c10::kFloat, config_.device));
-  for (auto& u : units_) sum.add_(u->grad.pow(2).sum());
+  for (auto& u : units_) sum.add_(at::linalg_vector_norm(u->grad, 2, c10::nullopt, false, c10::kFloat).pow(2));
   dist_.all_reduce_sum(sum);
   return sum.sqrt().squeeze();
 }
@@ -242,6 +295,25 @@ void Fsdp::step(const AdamWConfig& a) {
   ++steps_;
   forward_calls_.clear();
   backward_left_.clear();
+  for (auto& u : units_)
+    if (u->cast_valid) u->cast_valid = false, u->gathered = at::Tensor();
+#if AIR_FSDP_FUSED_ADAMW
+  if (config_.fused_adamw && config_.device.is_cuda()) {
+    if (!step_t_.defined()) step_t_ = at::zeros({}, opts(c10::kFloat, config_.device));
+    step_t_.fill_(static_cast<double>(steps_));
+    std::vector<at::Tensor> p, g, m, v, st;
+    for (auto& u : units_) {
+      p.push_back(u->master);
+      g.push_back(u->grad);
+      m.push_back(u->exp_avg);
+      v.push_back(u->exp_avg_sq);
+      st.push_back(step_t_);  // the kernel only reads the count: one tensor serves every shard
+    }
+    at::_fused_adamw_(p, g, m, v, {}, st, a.lr, a.beta1, a.beta2, a.weight_decay, a.eps, /*amsgrad=*/false,
+                      /*maximize=*/false);
+    return;
+  }
+#endif
   double bias1 = 1 - std::pow(a.beta1, static_cast<double>(steps_));
   double bias2 = 1 - std::pow(a.beta2, static_cast<double>(steps_));
   for (auto& u : units_) {

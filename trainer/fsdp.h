@@ -31,6 +31,7 @@ struct FsdpConfig {
   GradSync grad_sync = GradSync::kEveryMicroBatch;
   bool prefetch = true;            // start the next unit's all-gather while this one computes
   bool sync_module_states = true;  // broadcast rank 0's initial weights (ranks may have initialised differently)
+  bool fused_adamw = true;         // at::_fused_adamw_ over all shards at once where the build has it (CUDA)
 };
 
 struct AdamWConfig {
@@ -59,9 +60,11 @@ struct FsdpUnit {
   int64_t padded = 0;       // numel rounded up to a multiple of the world size
   int64_t shard_numel = 0;  // padded / world
   at::Tensor master;        // this rank's slice [shard_numel], master dtype
-  at::Tensor grad;          // fp32 [shard_numel]
-  at::Tensor exp_avg;       // fp32 AdamW state [shard_numel]
+  at::Tensor grad;          // [shard_numel], master dtype
+  at::Tensor exp_avg;       // AdamW state [shard_numel], master dtype
   at::Tensor exp_avg_sq;
+  at::Tensor grad_accum;    // manual path: param-dtype [padded] gradient of the running backward, pending
+  bool cast_valid = false;  // world 1, master dtype != param dtype: `gathered` holds this step's cast
   at::Tensor unsharded_grad;  // fp32 [padded], GradSync::kOncePerStep only
   at::Tensor gathered;        // param dtype [padded] while live
   Pending gather_pending;
@@ -86,6 +89,20 @@ class Fsdp {
   // kept for backward, where the unit is re-gathered, fn recomputed, and the parameter gradients
   // reduce-scattered. fn must be deterministic (no dropout). x may be an integer tensor (token ids).
   at::Tensor run(size_t unit, const at::Tensor& x, UnitFn fn);
+
+  // The manual path (a model that writes its own backward, trainer/block.h). acquire() returns the unit's
+  // full flat parameters in the param dtype: at world size 1 with master dtype == param dtype the master
+  // itself (no gather, no copy); at world 1 otherwise a cast kept until the next step; at larger worlds an
+  // all-gather (started early by prefetch()). release() frees a gathered copy (world > 1 only).
+  at::Tensor acquire(size_t unit);
+  void release_gathered(size_t unit);
+  // A param-dtype [padded] buffer the backward accumulates the unit's gradient into (addmm beta = 1). At
+  // world 1 with matching dtypes it is the shard gradient itself; otherwise a zeroed buffer that
+  // reduce_grad() then reduce-scatters (or adds) into the shard gradient.
+  at::Tensor grad_buffer(size_t unit);
+  void reduce_grad(size_t unit);
+  // World size 1 with master dtype == param dtype: parameters and gradients live in one place.
+  bool zero_copy() const;
 
   // GradSync::kOncePerStep: say whether the coming backward is the step's last micro-batch.
   void set_grad_sync(bool sync) { sync_now_ = sync; }
@@ -136,6 +153,7 @@ class Fsdp {
   std::vector<size_t> last_calls_;     // the previous micro-batch's forward_calls_
   bool sync_now_ = true;
   int64_t steps_ = 0;
+  at::Tensor step_t_;  // fused AdamW's step count (read, not changed, by the kernel)
 };
 
 }  // namespace air::train

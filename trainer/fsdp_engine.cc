@@ -5,21 +5,39 @@
 #if __has_include("trainer/engine.h")
 #include "trainer/fsdp_engine.h"
 
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <cstdlib>
+
 #include "core/error.h"
+#include "trainer/block.h"
 #include "trainer/dist.h"
 #include "trainer/fsdp.h"
+#include "trainer/metrics.h"
+#include "trainer/ops.h"
 
 namespace air::train {
 namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
+// NCCL on GPUs, Gloo on CPUs; one process needs no process group at all (collectives are copies), unless
+// AIR_TRAIN_WORLD1_NCCL=1 asks for a real NCCL group (to trace the collectives on one GPU).
+DistBackend pick_backend(const EngineSetup& s) {
+  const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
+  const bool world1 = dist_env_from_environment().world_size == 1;
+  if (world1 && !(force && std::string(force) == "1")) return DistBackend::kGloo;
+  return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
+}
+
 class FsdpEngine : public ShardedEngine {
  public:
   explicit FsdpEngine(const EngineSetup& s)
       : s_(s),
-        dist_(Dist::init(dist_env_from_environment(), s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo)),
-        model_(build_model(s, at::kCPU, s.compute_dtype)),
+        dist_(Dist::init(dist_env_from_environment(), pick_backend(s))),
+        // Built where it trains (a GPU initialises 8B random weights in seconds), then sharded unit by unit.
+        model_(build_model(s, s.device, s.compute_dtype)),
         rope_(s.model_config, s.device) {
     FsdpConfig fc;
     fc.param_dtype = s.compute_dtype;
@@ -29,6 +47,9 @@ class FsdpEngine : public ShardedEngine {
     // Every rank builds the same weights (same files or same seed): no broadcast needed.
     fc.sync_module_states = false;
     if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
+    fc.fused_adamw = s.config.fused_adamw != "off";
+    // The head's logits chunk: about 1 GiB of bf16 logits at a time (one chunk for 4 x 1024 rows at 128k vocab).
+    chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, s.model_config.vocab_size));
     fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
 
     model_.set_requires_grad(true);
@@ -46,24 +67,54 @@ class FsdpEngine : public ShardedEngine {
     for (size_t l = 0; l < blocks.size(); ++l) fsdp_->add_unit("layer" + std::to_string(l), blocks[l]);
   }
 
+  // One micro-batch, forward then backward, written out (trainer/block.h): no autograd graph over the
+  // model, weights read from the units' flat buffers, gradients accumulated by the GEMMs into the units'
+  // gradient buffers. Blocks chosen for recomputation keep only their input.
   at::Tensor forward_backward(const MicroBatch& mb, double loss_scale) override {
+    at::NoGradGuard no_grad;
     const auto dev = s_.device;
     const LlamaConfig& c = s_.model_config;
-    at::Tensor ids = mb.input_ids.to(dev), targets = mb.targets.to(dev);
-    at::Tensor seg = mb.segments.defined() ? mb.segments.to(dev) : at::Tensor();
-    AttentionContext ctx = rope_.context(mb.positions.to(dev), seg, s_.compute_dtype);
+    const int64_t B = mb.input_ids.size(0), T = mb.input_ids.size(1), N = B * T;
+    const size_t L = model_.blocks().size();
+    const bool sharded = dist_->world_size() > 1;
+    if (recompute_.empty()) choose_recomputation(N);
+    at::Tensor ids = mb.input_ids.to(dev).reshape({N});
+    at::Tensor targets = mb.targets.to(dev).reshape({N});
+    AttnPlan plan = make_attn_plan(c, rope_.inv_freq(), mb.positions, mb.segments, s_.compute_dtype, dev);
     if (fsdp_->config().grad_sync == GradSync::kOncePerStep)
       fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
-    at::Tensor h = fsdp_->run(0, ids, [this](const at::Tensor& x) { return embed(model_.root(), x); });
-    for (size_t l = 0; l < model_.blocks().size(); ++l)
-      h = fsdp_->run(1 + l, h, [this, l, &c, &ctx](const at::Tensor& x) {
-        return block_forward(c, model_.blocks()[l], x, ctx);
-      });
-    at::Tensor loss = fsdp_->run(0, h, [this, &c, &targets](const at::Tensor& x) {
-      return loss_sum(head(c, model_.root(), x), targets);
-    });
-    (loss * loss_scale).backward();
-    return loss.detach();
+
+    RootView root = root_view(fsdp_->acquire(0));
+    if (sharded) fsdp_->prefetch(1);
+    at::Tensor h = at::embedding(root.embed, ids);
+    std::vector<at::Tensor> inputs(L);
+    saved_.resize(L);
+    for (size_t l = 0; l < L; ++l) {
+      if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
+      BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      inputs[l] = h;
+      h = block_fwd(c, w, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      fsdp_->release_gathered(1 + l);
+    }
+    RootView groot = root_view(fsdp_->grad_buffer(0));
+    if (sharded) fsdp_->prefetch(L);
+    HeadResult head =
+        head_loss_fwd_bwd(c, h, root.norm, root.head, targets, loss_scale, groot.norm, groot.head, chunk_rows_);
+    h = at::Tensor();
+    at::Tensor dh = head.dh;
+    for (size_t l = L; l-- > 0;) {
+      if (sharded && l > 0) fsdp_->prefetch(l);
+      BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l]);
+      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan);
+      inputs[l] = at::Tensor();
+      fsdp_->reduce_grad(1 + l);
+      fsdp_->release_gathered(1 + l);
+    }
+    groot.embed.index_add_(0, ids, dh);
+    fsdp_->reduce_grad(0);
+    fsdp_->release_gathered(0);
+    return head.loss_sum;
   }
 
   at::Tensor clip_grad_norm(double max_norm) override {
@@ -116,6 +167,53 @@ class FsdpEngine : public ShardedEngine {
     return load_sharded_checkpoint(*fsdp_, dir, loop);
   }
 
+  // The root unit's tensors as views into its flat buffer (head = embeddings when tied).
+  struct RootView {
+    at::Tensor embed, norm, head;
+  };
+  RootView root_view(const at::Tensor& flat) const {
+    RootView v;
+    for (const auto& p : fsdp_->units()[0]->params) {
+      at::Tensor t = flat.narrow(0, p.offset, p.numel).view(p.shape);
+      if (p.name == "model.embed_tokens.weight") v.embed = t;
+      else if (p.name == "model.norm.weight") v.norm = t;
+      else if (p.name == "lm_head.weight") v.head = t;
+    }
+    if (!v.head.defined()) v.head = v.embed;
+    return v;
+  }
+
+  // Which blocks recompute their activations in backward: the setting, or with auto as many blocks keep
+  // theirs as the free device memory holds after the weights, gradients and optimizer state (measured,
+  // with room left for the head's logits chunk and one block's transient buffers).
+  void choose_recomputation(int64_t tokens) {
+    const LlamaConfig& c = s_.model_config;
+    const size_t L = model_.blocks().size();
+    const auto& mode = s_.config.activation_checkpointing;
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(s_.compute_dtype));
+    per_block_ = block_saved_bytes(c, tokens, elem);
+    size_t keep = L;
+    if (mode == "true") keep = 0;
+    if (mode == "auto" && s_.device.is_cuda()) {
+      free_bytes_ = free_device_memory(s_.device);
+      const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 + 6 * tokens * c.intermediate_size * elem +
+                                tokens * c.hidden_size * elem * 8 + (int64_t{3} << 30);
+      const int64_t budget = free_bytes_ - transient;
+      keep = budget <= 0 ? 0 : std::min<size_t>(L, static_cast<size_t>(budget / std::max<int64_t>(1, per_block_)));
+    }
+    recompute_.assign(L, false);
+    for (size_t l = 0; l < L - keep; ++l) recompute_[l] = true;
+    recomputed_ = L - keep;
+  }
+
+  std::string after_first_step() const override {
+    std::string out = "recompute: " + std::to_string(recomputed_) + " of " + std::to_string(recompute_.size()) +
+                      " blocks (activation_checkpointing: " + s_.config.activation_checkpointing + "; " +
+                      std::to_string(per_block_ >> 20) + " MiB of activations per block";
+    if (free_bytes_ >= 0) out += ", " + std::to_string(free_bytes_ >> 20) + " MiB free before the first step";
+    return out + ")";
+  }
+
   std::string describe() const override {
     int64_t shard = 0;
     for (auto& u : fsdp_->units()) shard += u->shard_numel;
@@ -124,7 +222,9 @@ class FsdpEngine : public ShardedEngine {
            " blocks), " + std::to_string(shard) + " parameters per rank, master " + c10::toString(s_.master_dtype) +
            ", compute " + c10::toString(s_.compute_dtype) + ", gradients reduce-scattered " +
            (fsdp_->config().grad_sync == GradSync::kOncePerStep ? "once per step" : "every micro-batch") +
-           " in fp32, attention " + attention_kernel_name() + ", activation recomputation per unit";
+           " in fp32, attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
+           ", activation recomputation " + s_.config.activation_checkpointing +
+           " (decided at the first micro-batch; see the recompute line)";
   }
 
  private:
@@ -134,6 +234,11 @@ class FsdpEngine : public ShardedEngine {
   Rope rope_;
   std::unique_ptr<Fsdp> fsdp_;
   int64_t micro_batches_ = 0;
+  std::vector<BlockSaved> saved_;
+  std::vector<bool> recompute_;
+  size_t recomputed_ = 0;
+  int64_t per_block_ = 0, free_bytes_ = -1;
+  int64_t chunk_rows_ = 1;
 };
 
 }  // namespace

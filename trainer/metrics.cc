@@ -8,6 +8,7 @@
 #ifdef AIR_TRAIN_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace air::train {
@@ -59,6 +60,21 @@ void reset_peak_memory(const at::Device& device) {
 #ifdef AIR_TRAIN_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
 #endif
+}
+
+int64_t free_device_memory(const at::Device& device) {
+#ifdef AIR_TRAIN_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::device_synchronize();
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    const int64_t cached = stats.reserved_bytes[0].current - stats.allocated_bytes[0].current;
+    return static_cast<int64_t>(free) + cached;
+  }
+#endif
+  (void)device;
+  return -1;
 }
 
 void synchronize(const at::Device& device) {

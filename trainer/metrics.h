@@ -34,5 +34,8 @@ double peak_memory_gib(const at::Device& device);
 void reset_peak_memory(const at::Device& device);
 // Waits for the device's queued work (for honest timings).
 void synchronize(const at::Device& device);
+// Bytes a new allocation on `device` could still get: the driver's free memory plus what torch's caching
+// allocator holds unused. -1 where unknown (CPU).
+int64_t free_device_memory(const at::Device& device);
 
 }  // namespace air::train

@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 
@@ -20,6 +21,12 @@
 #define AIR_HAVE_SDPA 1
 #else
 #define AIR_HAVE_SDPA 0
+#endif
+// at::scaled_dot_product_attention(..., enable_gqa) arrived in libtorch 2.5.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define AIR_HAVE_SDPA_GQA 1
+#else
+#define AIR_HAVE_SDPA_GQA 0
 #endif
 
 namespace air::train {
@@ -102,7 +109,28 @@ struct RecomputeBackward : torch::autograd::Node {
   }
 };
 
+#if AIR_HAVE_SDPA_GQA
+bool use_library_gqa() {
+  static const bool on = [] {
+    const char* v = std::getenv("AIR_TRAIN_ATTN_GQA");  // 0: repeat k/v heads (for comparing kernels)
+    return AIR_HAVE_SDPA_GQA && !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+#endif
+
 }  // namespace
+
+at::Tensor attention_gqa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  const int64_t rep = q.size(1) / k.size(1);
+#if AIR_HAVE_SDPA_GQA
+  if (rep > 1 && use_library_gqa()) {
+    if (mask.defined()) return at::scaled_dot_product_attention(q, k, v, mask, 0.0, false, std::nullopt, true);
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, true, std::nullopt, true);
+  }
+#endif
+  return attention(q, repeat_kv(k, rep), repeat_kv(v, rep), mask);
+}
 
 const std::vector<std::string>& BlockWeights::names() {
   static const std::vector<std::string> kNames = {
@@ -264,6 +292,20 @@ std::vector<at::Tensor> LlamaModel::parameters() const {
 
 void LlamaModel::init_random(uint64_t seed) {
   at::NoGradGuard no_grad;
+  const auto params = named_parameters();
+  if (!params.empty() && params[0].second.is_cuda()) {
+    // On a GPU the device's generator (seeded here) draws the weights: seconds for 8B parameters instead of
+    // minutes on one CPU thread. The same seed gives the same weights on the same kind of device.
+    at::manual_seed(seed);
+    for (auto& [name, p] : params) {
+      if (p.dim() == 1) {
+        p.fill_(1.0);
+        continue;
+      }
+      p.copy_(at::empty(p.sizes(), p.options().dtype(at::kFloat)).normal_(0.0, config_.initializer_range));
+    }
+    return;
+  }
   auto gen = at::detail::createCPUGenerator(seed);
   for (auto& [name, p] : named_parameters()) {
     if (p.dim() == 1) {

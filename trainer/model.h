@@ -61,6 +61,9 @@ at::Tensor head(const LlamaConfig& c, const RootWeights& w, const at::Tensor& h)
 // Summed cross-entropy (fp32) over positions whose target is not -100; targets are already shifted
 // (targets[t] is the token that position t predicts).
 at::Tensor loss_sum(const at::Tensor& logits, const at::Tensor& targets);
+// Causal (mask undefined) or masked attention on [B, heads, T, head_dim]; k and v may have fewer heads
+// (grouped-query attention): the library's GQA kernels where it has them, else k/v heads repeated.
+at::Tensor attention_gqa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
 // Which attention kernel this build uses ("sdpa" on libtorch >= 2, "manual" on older).
 const char* attention_kernel_name();
 

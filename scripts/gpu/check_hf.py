@@ -172,6 +172,10 @@ def main():
     ours32 = ours_pass(args, model_dir, ids_path, os.path.join(work, "ours32.safetensors"), "fp32",
                        ["--step-lr", "1e-4", "--save", os.path.join(work, "ours-ckpt")])
     compare("fp32", ours32, *hf32, results)
+    # The training engine's own path (hand-written backward on flat buffers, trainer/block.h).
+    ours32m = ours_pass(args, model_dir, ids_path, os.path.join(work, "ours32m.safetensors"), "fp32",
+                        ["--engine", "manual"])
+    compare("fp32_engine", ours32m, *hf32, results)
     del model
     torch.cuda.empty_cache()
 
@@ -182,6 +186,9 @@ def main():
     hfbf = hf_pass(model, ids.cuda(), labels.cuda(), names)
     oursbf = ours_pass(args, model_dir, ids_path, os.path.join(work, "oursbf.safetensors"), "bf16", ["--recompute"])
     compare("bf16", oursbf, *hfbf, results)
+    oursbfm = ours_pass(args, model_dir, ids_path, os.path.join(work, "oursbfm.safetensors"), "bf16",
+                        ["--engine", "manual"])
+    compare("bf16_engine", oursbfm, *hfbf, results)
     # The bf16 noise floor: each bf16 run against the fp32 result (transformers' fp32 = ours within 1e-5).
     b = results["bf16"]
     b["hf_bf16_vs_fp32_logits_rel_max"] = rel_max(hfbf[0], hf32[0])
@@ -190,7 +197,11 @@ def main():
     b["ours_bf16_vs_fp32_logits_rel_norm"] = rel_norm(oursbf["logits"], hf32[0])
     b["hf_bf16_vs_fp32_grad_rel_norm_max"] = max(rel_norm(hfbf[2][n], hf32[2][n]) for n in hfbf[2])
     b["ours_bf16_vs_fp32_grad_rel_norm_max"] = max(rel_norm(oursbf["grad." + n], hf32[2][n]) for n in hfbf[2])
-    log("[bf16 vs fp32] " + json.dumps({k: v for k, v in b.items() if "_vs_fp32_" in k}))
+    e = results["bf16_engine"]
+    e["engine_bf16_vs_fp32_logits_rel_norm"] = rel_norm(oursbfm["logits"], hf32[0])
+    e["engine_bf16_vs_fp32_grad_rel_norm_max"] = max(rel_norm(oursbfm["grad." + n], hf32[2][n]) for n in hfbf[2])
+    log("[bf16 vs fp32] " + json.dumps({k: v for k, v in b.items() if "_vs_fp32_" in k}) + " engine: " +
+        json.dumps({k: v for k, v in e.items() if "_vs_fp32_" in k}))
     del model, hfbf
     torch.cuda.empty_cache()
 
@@ -206,6 +217,11 @@ def main():
     torch.cuda.empty_cache()
 
     ok = (results["fp32"]["logits_rel_max"] < 1e-4 and results["bf16"]["logits_rel_max"] < 2e-2
+          and results["fp32_engine"]["logits_rel_max"] < 1e-4
+          # The engine's bf16 (fused kernels, residuals in GEMM epilogues) rounds at other points than
+          # transformers' eager bf16: it must be as close to the fp32 truth as transformers' bf16 is.
+          and results["bf16_engine"]["engine_bf16_vs_fp32_logits_rel_norm"] < 1.5 * b["hf_bf16_vs_fp32_logits_rel_norm"]
+          and results["bf16_engine"]["engine_bf16_vs_fp32_grad_rel_norm_max"] < 1.5 * b["hf_bf16_vs_fp32_grad_rel_norm_max"]
           and results["checkpoint"]["logits_rel_max_vs_ours_after_step"] < 1e-4)
     results["pass"] = ok
     log(f"[checks] {'PASS' if ok else 'FAIL'}")

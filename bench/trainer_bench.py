@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""air-train at the Llama-3.2-1B and Llama-3.1-8B shapes on one GPU, on realistic data: Alpaca records of
+Brown-corpus prose (~100-400 Llama 3 tokens each, scripts/gpu/bench_data.sh) tokenized with Meta's Llama 3
+tokenizer, random weights. Each run is one air-train process; it prints the run's medians and writes JSON.
+
+  bench/trainer_bench.py --bin BUILD/bin --data DIR --runs 8b:padded,8b:padded:ac,8b:packed,1b:padded --json out.json
+
+A run is SHAPE:MODE[:OPTION...]: MODE padded (one example per row, as the reference) or packed (several
+examples per row, attention within each); options: ac (recompute every block), noac (recompute none),
+repeatkv (attention on repeated k/v heads instead of GQA kernels), steps=N, warmup=N, curve (write every step's loss; used for the loss-curve comparison).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192}
+SHAPES = {
+    "1b": dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+               num_attention_heads=32, num_key_value_heads=8, head_dim=64, tie_word_embeddings=True),
+    "8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
+}
+
+
+def model_dir(shape, data, work):
+    d = os.path.join(work, f"model-{shape}")
+    os.makedirs(d, exist_ok=True)
+    rope = dict(ROPE, factor=32.0 if shape == "1b" else 8.0)
+    cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",
+               max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0, rope_scaling=rope,
+               initializer_range=0.02, attention_bias=False, mlp_bias=False, bos_token_id=128000,
+               eos_token_id=128001, torch_dtype="bfloat16", **SHAPES[shape])
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    for name in os.listdir(os.path.join(data, "llama3")):
+        if name.startswith("tokenizer") and name.endswith(".json"):
+            shutil.copy(os.path.join(data, "llama3", name), os.path.join(d, name))
+    return d
+
+
+def run(args, spec, work):
+    parts = spec.split(":")
+    shape, mode, opts = parts[0], parts[1], parts[2:]
+    steps = int(next((o[6:] for o in opts if o.startswith("steps=")), args.steps))
+    warmup = int(next((o[7:] for o in opts if o.startswith("warmup=")), args.warmup))
+    cfg = {"model_name": model_dir(shape, args.data, work), "dataset_name": os.path.join(args.data, "alpaca-brown.json"),
+           "init": "random", "max_seq_len": 1024, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
+           "learning_rate": args.lr, "max_steps": steps, "save": False, "master_dtype": "bf16",
+           "packing": mode == "packed", "seed": 42}
+    if "ac" in opts:
+        cfg["activation_checkpointing"] = "true"
+    if "noac" in opts:
+        cfg["activation_checkpointing"] = "false"
+    path = os.path.join(work, spec.replace(":", "_") + ".yaml")
+    with open(path, "w") as f:
+        for k, v in cfg.items():
+            f.write(f"{k}: {json.dumps(v)}\n")
+    cmd = [os.path.join(args.bin, "air-train"), "--config", path]
+    t = time.time()
+    env = dict(os.environ)
+    if "repeatkv" in opts:  # attention with k/v heads repeated instead of the library's GQA kernels
+        env["AIR_TRAIN_ATTN_GQA"] = "0"
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.time() - t
+    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
+    res = {"run": spec, "shape": shape, "mode": mode, "exit": r.returncode, "wall_s": round(wall, 1), "config": cfg}
+    for key in ("engine:", "recompute:", "data:"):
+        res[key.rstrip(":")] = [l for l in r.stdout.splitlines() if l.startswith(key)]
+    if r.returncode != 0 or not lines:
+        res["error"] = (r.stderr or r.stdout)[-2000:]
+        return res
+    timed = [l for l in lines if l["step"] > warmup] or lines
+    res.update(step_ms=1e3 * statistics.median(l["step_time_s"] for l in timed),
+               padded_tok_s=statistics.median(l["tokens_per_s_padded"] for l in timed),
+               real_tok_s=statistics.median(l["tokens_per_s_real"] for l in timed),
+               mfu=statistics.median(l["mfu"] for l in timed),
+               peak_gib=max(l.get("peak_memory_gib", -1) for l in lines),
+               loss_first=lines[0]["loss"], loss_last=lines[-1]["loss"], steps=len(lines))
+    if "curve" in opts:
+        res["losses"] = [l["loss"] for l in lines]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--data", required=True, help="folder with llama3/tokenizer.json and alpaca-brown.json")
+    ap.add_argument("--runs", default="1b:padded,8b:padded")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    work = f"/tmp/air-trainer-bench-{os.getpid()}"
+    os.makedirs(work, exist_ok=True)
+    results = []
+    for spec in args.runs.split(","):
+        res = run(args, spec, work)
+        results.append(res)
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+        if "error" in res:
+            print(f"# {spec}: FAILED (exit {res['exit']}, {res['wall_s']} s)\n#   " +
+                  res["error"].strip().replace("\n", "\n#   "), flush=True)
+            continue
+        print(f"# {spec}: {res['step_ms']:.1f} ms/step, {res['padded_tok_s']:,.0f} padded tok/s, "
+              f"{res['real_tok_s']:,.0f} real tok/s, MFU {100 * res['mfu']:.1f}%, peak {res['peak_gib']:.1f} GiB, "
+              f"loss {res['loss_first']:.3f} -> {res['loss_last']:.3f} ({res['wall_s']} s wall)", flush=True)
+        for l in res["engine"] + res["recompute"]:
+            print("#   " + l, flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Prints bench/trainer_vs_reference.sh's one table from the JSON its three parts wrote: the reference recipe
+(seed_fsdp_baseline.py results.json), the tuned PyTorch peer (tuned_peer.py peer.json) and air-train
+(trainer_bench.py ours.json). Ratios are from this one call. usage: trainer_table.py OUTDIR"""
+import json
+import os
+import sys
+
+out = sys.argv[1]
+
+
+def load(path, default):
+    try:
+        return json.load(open(os.path.join(out, path)))
+    except Exception:
+        return default
+
+
+ref = load("ref/results.json", {"runs": [], "matmul": []})
+peer = load("peer/peer.json", {"runs": []})
+ours = load("ours.json", [])
+shape_of = {"llama-3.2-1B": "1b", "llama-3.1-8B": "8b"}
+base, best_peer = {}, {}
+rows = []
+for r in ref.get("runs", []):
+    s = shape_of.get(r["config"], r["config"])
+    base[s] = r["padded_tok_s"]
+    base[s + ":real"] = r["nonpad_tok_s"]
+    rows.append((s, "reference recipe (FSDP1, recompute)", "padded", r["step_time_median_s"] * 1e3,
+                 r["padded_tok_s"], r["nonpad_tok_s"], r["mfu_989"], r["peak_mem_gib"]))
+for r in peer.get("runs", []):
+    s = shape_of.get(r["config"], r.get("shape", r["config"]))
+    if r["variant"] == "compiled":
+        best_peer[s] = r["padded_tok_s"]
+    rows.append((s, f"peer {r['variant']} (torch.compile)", "padded", r["step_ms"], r["padded_tok_s"], None,
+                 r["mfu_989"], r["peak_gib"]))
+for r in ours:
+    if "error" in r:
+        rows.append((r["shape"], "air-train " + r["run"], r["mode"], None, None, None, None, None))
+        continue
+    rows.append((r["shape"], "air-train " + ":".join(r["run"].split(":")[2:]) or "air-train", r["mode"],
+                 r["step_ms"], r["padded_tok_s"], r["real_tok_s"], r["mfu"], r["peak_gib"]))
+for mm in ref.get("matmul", [])[:1]:
+    print(f"bf16 8192^3 matmul ceiling in this call: {mm['mean_tflops']:.1f} TFLOP/s; MFU below is against 989")
+print("| shape | engine | mode | step | padded tok/s | real tok/s | MFU | peak GiB | vs reference (padded / real) | vs peer compiled |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+fmt = lambda v, f: "-" if v is None else f.format(v)
+for s, eng, mode, ms, ptok, rtok, mfu, peak in sorted(rows, key=lambda r: (r[0], r[2])):
+    vs_ref = "-"
+    if ptok and base.get(s):
+        vs_ref = f"{ptok / base[s]:.2f}x"
+        if rtok and base.get(s + ':real'):
+            vs_ref += f" / {rtok / base[s + ':real']:.2f}x"
+    vs_peer = f"{ptok / best_peer[s]:.2f}x" if ptok and best_peer.get(s) else "-"
+    print(f"| {s} | {eng} | {mode} | {fmt(ms, '{:.1f} ms')} | {fmt(ptok, '{:,.0f}')} | {fmt(rtok, '{:,.0f}')} | "
+          f"{fmt(mfu and 100 * mfu, '{:.1f}%')} | {fmt(peak, '{:.1f}')} | {vs_ref} | {vs_peer} |")

@@ -1,0 +1,338 @@
+// Fused CUDA kernels for trainer/ops.h: one launch per RMSNorm / SwiGLU / RoPE call instead of the 5-10
+// ATen launches of the reference path. bf16 storage, fp32 arithmetic; rounding points follow transformers'
+// eager bf16 code (normalise in fp32, round, then multiply by the weight) so results match within bf16.
+#include "trainer/cuda/ops_cuda.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <cuda_bf16.h>
+
+#include <stdexcept>
+
+namespace air::train::ops::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kVec = 8;        // bf16 values per 16-byte load
+constexpr int kMaxChunks = 4;  // RMSNorm backward keeps H / (kThreads * kVec) partial weight sums per thread
+
+struct alignas(16) Vec8 {
+  __nv_bfloat16 v[kVec];
+};
+
+__device__ __forceinline__ float bf(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ __nv_bfloat16 tobf(float x) { return __float2bfloat16(x); }
+
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[kThreads / 32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  float total = 0.f;
+  for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+  __syncthreads();  // warp_sums is reused by the next call
+  return total;
+}
+
+// One block per row.
+__global__ void rms_fwd_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                               __nv_bfloat16* __restrict__ y, float* __restrict__ rstd_out, int H, float eps) {
+  const int64_t row = blockIdx.x;
+  const Vec8* xr = reinterpret_cast<const Vec8*>(x + row * H);
+  const Vec8* wr = reinterpret_cast<const Vec8*>(w);
+  Vec8* yr = reinterpret_cast<Vec8*>(y + row * H);
+  const int nv = H / kVec;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < nv; i += kThreads) {
+    Vec8 a = xr[i];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) ss += bf(a.v[k]) * bf(a.v[k]);
+  }
+  const float rstd = rsqrtf(block_sum(ss) / static_cast<float>(H) + eps);
+  if (threadIdx.x == 0) rstd_out[row] = rstd;
+  for (int i = threadIdx.x; i < nv; i += kThreads) {
+    Vec8 a = xr[i], ww = wr[i], o;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(ww.v[k]) * bf(tobf(bf(a.v[k]) * rstd)));
+    yr[i] = o;
+  }
+}
+
+// A grid of blocks strides over the rows; each thread keeps its columns' weight-gradient partial sums in
+// registers and writes them once to partial[block, H].
+__global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
+                               const __nv_bfloat16* __restrict__ w, const float* __restrict__ rstd,
+                               __nv_bfloat16* __restrict__ dx, float* __restrict__ partial, int64_t N, int H) {
+  const int nv = H / kVec;
+  float dw[kMaxChunks][kVec];
+#pragma unroll
+  for (int c = 0; c < kMaxChunks; ++c)
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) dw[c][k] = 0.f;
+  const Vec8* wr = reinterpret_cast<const Vec8*>(w);
+  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+    const Vec8* xr = reinterpret_cast<const Vec8*>(x + row * H);
+    const Vec8* gr = reinterpret_cast<const Vec8*>(dy + row * H);
+    const float r = rstd[row];
+    float dot = 0.f;  // sum(dn * n)
+#pragma unroll
+    for (int c = 0; c < kMaxChunks; ++c) {
+      const int i = threadIdx.x + c * kThreads;
+      if (i >= nv) break;
+      Vec8 a = xr[i], g = gr[i], ww = wr[i];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float n = bf(a.v[k]) * r;
+        dot += bf(g.v[k]) * bf(ww.v[k]) * n;
+        dw[c][k] += bf(g.v[k]) * bf(tobf(n));
+      }
+    }
+    const float mean = block_sum(dot) / static_cast<float>(H);
+    Vec8* dr = reinterpret_cast<Vec8*>(dx + row * H);
+#pragma unroll
+    for (int c = 0; c < kMaxChunks; ++c) {
+      const int i = threadIdx.x + c * kThreads;
+      if (i >= nv) break;
+      Vec8 a = xr[i], g = gr[i], ww = wr[i], o;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float n = bf(a.v[k]) * r;
+        o.v[k] = tobf(r * (bf(g.v[k]) * bf(ww.v[k]) - n * mean));
+      }
+      dr[i] = o;
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kMaxChunks; ++c) {
+    const int i = threadIdx.x + c * kThreads;
+    if (i >= nv) break;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) partial[static_cast<int64_t>(blockIdx.x) * H + i * kVec + k] = dw[c][k];
+  }
+}
+
+__device__ __forceinline__ float silu_f(float g) { return g / (1.f + __expf(-g)); }
+
+__global__ void swiglu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfloat16* __restrict__ a, int64_t N,
+                                  int I) {
+  const int nv = I / kVec;
+  const int64_t total = N * nv;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = idx / nv;
+    const int col = static_cast<int>(idx % nv);
+    const Vec8 g = reinterpret_cast<const Vec8*>(gu + row * 2 * I)[col];
+    const Vec8 u = reinterpret_cast<const Vec8*>(gu + row * 2 * I + I)[col];
+    Vec8 o;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(tobf(silu_f(bf(g.v[k])))) * bf(u.v[k]));
+    reinterpret_cast<Vec8*>(a + row * I)[col] = o;
+  }
+}
+
+__global__ void swiglu_bwd_kernel(const __nv_bfloat16* __restrict__ gu, const __nv_bfloat16* __restrict__ da,
+                                  __nv_bfloat16* __restrict__ dgu, int64_t N, int I) {
+  const int nv = I / kVec;
+  const int64_t total = N * nv;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = idx / nv;
+    const int col = static_cast<int>(idx % nv);
+    const Vec8 g = reinterpret_cast<const Vec8*>(gu + row * 2 * I)[col];
+    const Vec8 u = reinterpret_cast<const Vec8*>(gu + row * 2 * I + I)[col];
+    const Vec8 d = reinterpret_cast<const Vec8*>(da + row * I)[col];
+    Vec8 og, ou;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float gf = bf(g.v[k]), uf = bf(u.v[k]), df = bf(d.v[k]);
+      const float sig = 1.f / (1.f + __expf(-gf));
+      og.v[k] = tobf(df * uf * sig * (1.f + gf * (1.f - sig)));
+      ou.v[k] = tobf(df * gf * sig);
+    }
+    reinterpret_cast<Vec8*>(dgu + row * 2 * I)[col] = og;
+    reinterpret_cast<Vec8*>(dgu + row * 2 * I + I)[col] = ou;
+  }
+}
+
+// One thread per (row, q-or-k head, pair index i < hd/2): rotates (x[i], x[i + hd/2]).
+__global__ void rope_kernel(__nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ cos,
+                            const __nv_bfloat16* __restrict__ sin, int64_t N, int heads, int hd, int64_t row_stride,
+                            bool inverse) {
+  const int half = hd / 2;
+  const int64_t total = N * heads * half;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(idx % half);
+    const int64_t rh = idx / half;
+    const int h = static_cast<int>(rh % heads);
+    const int64_t row = rh / heads;
+    __nv_bfloat16* p = qkv + row * row_stride + static_cast<int64_t>(h) * hd;
+    const float c1 = bf(cos[row * hd + i]), c2 = bf(cos[row * hd + i + half]);
+    const float s1 = bf(sin[row * hd + i]), s2 = bf(sin[row * hd + i + half]);
+    const float x1 = bf(p[i]), x2 = bf(p[i + half]);
+    float o1, o2;
+    if (!inverse) {
+      o1 = x1 * c1 - x2 * s1;
+      o2 = x2 * c2 + x1 * s2;
+    } else {
+      o1 = x1 * c1 + x2 * s2;
+      o2 = x2 * c2 - x1 * s1;
+    }
+    p[i] = tobf(o1);
+    p[i + half] = tobf(o2);
+  }
+}
+
+// One block per row of logits: pass 1 finds the row's log-sum-exp online (max and scaled sum in fp32) and
+// reads the target's logit; pass 2 overwrites the row with scale * (softmax - onehot). Two reads and one
+// write of the bf16 row instead of the fp32 copies of the unfused path.
+__global__ void ce_kernel(__nv_bfloat16* __restrict__ logits, const int64_t* __restrict__ targets,
+                          float* __restrict__ row_loss, int64_t V, float scale) {
+  __shared__ float sm[kThreads / 32], ss[kThreads / 32];
+  __shared__ float target_logit;
+  const int64_t row = blockIdx.x;
+  __nv_bfloat16* x = logits + row * V;
+  const int64_t t = targets[row];
+  const bool valid = t >= 0 && t < V;
+  if (threadIdx.x == 0) target_logit = valid ? bf(x[t]) : 0.f;
+  float m = -INFINITY, s = 0.f;
+  const int64_t nv = V / kVec;
+  for (int64_t i = threadIdx.x; i < nv; i += kThreads) {
+    const Vec8 a = reinterpret_cast<const Vec8*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float v = bf(a.v[k]);
+      if (v > m) {
+        s = s * __expf(m - v) + 1.f;
+        m = v;
+      } else {
+        s += __expf(v - m);
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    const float M = fmaxf(m, m2);
+    s = (M == -INFINITY) ? 0.f : s * __expf(m - M) + s2 * __expf(m2 - M);
+    m = M;
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) sm[warp] = m, ss[warp] = s;
+  __syncthreads();
+  float M = -INFINITY, S = 0.f;
+  for (int w = 0; w < kThreads / 32; ++w) M = fmaxf(M, sm[w]);
+  for (int w = 0; w < kThreads / 32; ++w) S += ss[w] * __expf(sm[w] - M);
+  const float lse = M + logf(S);
+  if (threadIdx.x == 0) row_loss[row] = valid ? lse - target_logit : 0.f;
+  const float coef = valid ? scale : 0.f;
+  for (int64_t i = threadIdx.x; i < nv; i += kThreads) {
+    Vec8 a = reinterpret_cast<const Vec8*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const int64_t col = i * kVec + k;
+      const float p = __expf(bf(a.v[k]) - lse) - (col == t ? 1.f : 0.f);
+      a.v[k] = tobf(p * coef);
+    }
+    reinterpret_cast<Vec8*>(x)[i] = a;
+  }
+}
+
+const __nv_bfloat16* cptr(const at::Tensor& t) { return reinterpret_cast<const __nv_bfloat16*>(t.data_ptr()); }
+__nv_bfloat16* mptr(const at::Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data_ptr()); }
+
+void need(bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string("air-train CUDA kernel: ") + what);
+}
+
+int grid_for(int64_t work) {
+  const int64_t blocks = (work + kThreads - 1) / kThreads;
+  const int64_t cap = static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 16;
+  return static_cast<int>(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x_in, const at::Tensor& weight, double eps) {
+  at::Tensor x = x_in.contiguous();
+  const int64_t H = x.size(-1), N = x.numel() / H;
+  need(H % kVec == 0 && weight.is_contiguous() && weight.numel() == H, "rms_norm_fwd shape");
+  at::Tensor y = at::empty_like(x);
+  at::Tensor rstd = at::empty({N}, x.options().dtype(at::kFloat));
+  if (N == 0) return {y, rstd};
+  rms_fwd_kernel<<<static_cast<unsigned>(N), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      cptr(x), cptr(weight), mptr(y), rstd.data_ptr<float>(), static_cast<int>(H), static_cast<float>(eps));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {y, rstd};
+}
+
+at::Tensor rms_norm_bwd(const at::Tensor& dy_in, const at::Tensor& x_in, const at::Tensor& weight,
+                        const at::Tensor& rstd, const at::Tensor& dweight) {
+  at::Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
+  const int64_t H = x.size(-1), N = x.numel() / H;
+  need(H % kVec == 0 && H <= static_cast<int64_t>(kMaxChunks) * kThreads * kVec, "rms_norm_bwd hidden size");
+  at::Tensor dx = at::empty_like(x);
+  if (N == 0) return dx;
+  const int blocks = static_cast<int>(
+      std::min<int64_t>(N, static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 2));
+  at::Tensor partial = at::empty({blocks, H}, x.options().dtype(at::kFloat));
+  rms_bwd_kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      cptr(dy), cptr(x), cptr(weight), rstd.data_ptr<float>(), mptr(dx), partial.data_ptr<float>(), N,
+      static_cast<int>(H));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  dweight.add_(partial.sum(0).to(dweight.scalar_type()));
+  return dx;
+}
+
+at::Tensor swiglu_fwd(const at::Tensor& gu_in) {
+  at::Tensor gu = gu_in.contiguous();
+  const int64_t I = gu.size(-1) / 2, N = gu.numel() / (2 * I);
+  need(I % kVec == 0, "swiglu width");
+  auto sizes = gu.sizes().vec();
+  sizes.back() = I;
+  at::Tensor a = at::empty(sizes, gu.options());
+  if (N == 0) return a;
+  swiglu_fwd_kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      cptr(gu), mptr(a), N, static_cast<int>(I));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return a;
+}
+
+at::Tensor swiglu_bwd(const at::Tensor& gu_in, const at::Tensor& da_in) {
+  at::Tensor gu = gu_in.contiguous(), da = da_in.contiguous();
+  const int64_t I = gu.size(-1) / 2, N = gu.numel() / (2 * I);
+  need(I % kVec == 0 && da.numel() == N * I, "swiglu_bwd shape");
+  at::Tensor dgu = at::empty_like(gu);
+  if (N == 0) return dgu;
+  swiglu_bwd_kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      cptr(gu), cptr(da), mptr(dgu), N, static_cast<int>(I));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return dgu;
+}
+
+at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets_in, double scale) {
+  need(logits.dim() == 2 && logits.is_contiguous() && logits.size(1) % kVec == 0, "cross-entropy logits layout");
+  const int64_t n = logits.size(0), V = logits.size(1);
+  at::Tensor targets = targets_in.to(at::kLong).contiguous();
+  at::Tensor row_loss = at::empty({n}, logits.options().dtype(at::kFloat));
+  if (n == 0) return row_loss.sum();
+  ce_kernel<<<static_cast<unsigned>(n), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      mptr(logits), targets.data_ptr<int64_t>(), row_loss.data_ptr<float>(), V, static_cast<float>(scale));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return row_loss.sum();
+}
+
+void rope_(at::Tensor& qkv, const at::Tensor& cos_in, const at::Tensor& sin_in, int64_t nh, int64_t nkv, int64_t hd,
+           bool inverse) {
+  need(qkv.dim() == 2 && qkv.stride(1) == 1 && qkv.size(1) == (nh + 2 * nkv) * hd, "rope qkv layout");
+  at::Tensor cos = cos_in.contiguous().to(at::kBFloat16), sin = sin_in.contiguous().to(at::kBFloat16);
+  const int64_t N = qkv.size(0);
+  need(cos.numel() == N * hd && sin.numel() == N * hd, "rope cos/sin shape");
+  if (N == 0) return;
+  const int heads = static_cast<int>(nh + nkv);
+  rope_kernel<<<grid_for(N * heads * (hd / 2)), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      mptr(qkv), cptr(cos), cptr(sin), N, heads, static_cast<int>(hd), qkv.stride(0), inverse);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace air::train::ops::cuda

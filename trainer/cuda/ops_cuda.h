@@ -1,0 +1,20 @@
+// Fused CUDA kernels for the elementwise chains of a Llama block (bf16 in, fp32 math, bf16 out). Built only
+// in the CUDA build (AIR_TRAIN_CUDA_KERNELS); trainer/ops.cc calls them and keeps the ATen path as their
+// reference.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <tuple>
+
+namespace air::train::ops::cuda {
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps);
+at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
+                        const at::Tensor& dweight);
+at::Tensor swiglu_fwd(const at::Tensor& gu);
+at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da);
+at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale);
+void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
+           bool inverse);
+
+}  // namespace air::train::ops::cuda

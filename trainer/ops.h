@@ -1,0 +1,40 @@
+// The elementwise chains between the GEMMs of a Llama block, each with its forward and its hand-written
+// backward: RMSNorm, SwiGLU and RoPE. On CUDA builds with our kernels (trainer/cuda/) a CUDA tensor takes
+// one fused kernel per call; everywhere else the same math runs as ATen ops (the reference the CUDA
+// kernels are tested against, and the CPU path CI runs).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <tuple>
+
+namespace air::train::ops {
+
+// y = weight * bf16(x * rstd), rstd = 1 / sqrt(mean(x^2) + eps) in fp32 (transformers' LlamaRMSNorm).
+// x: [N, H] contiguous, weight: [H]. Returns y (x's dtype) and rstd (fp32 [N]).
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps);
+// Given dy, returns dx (x's dtype) and adds the weight gradient into dweight (fp32 or weight's dtype, [H]).
+at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
+                        const at::Tensor& dweight);
+
+// gu: [N, 2I] = [gate | up] (one GEMM's output). Returns silu(gate) * up: [N, I].
+at::Tensor swiglu_fwd(const at::Tensor& gu);
+// Gradient of swiglu_fwd with respect to gu, given the output gradient da [N, I]: [N, 2I].
+at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da);
+
+// Rotates the q and k heads of a fused projection in place. qkv: [N, (nh + 2 * nkv) * hd] (q heads, then
+// k heads, then v heads; N = B * T rows), cos/sin: [N, hd] (the two halves repeated, as transformers).
+// inverse = true applies the transpose rotation (the backward of the forward rotation).
+void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
+           bool inverse);
+
+// Cross-entropy forward and backward at once over a chunk of logits [n, V] (compute dtype, as the LM head's
+// GEMM writes them; the math in fp32, as transformers upcasts). targets: int64 [n], -100 = no target.
+// Returns the summed loss (fp32, 0-dim) and overwrites `logits` with d(loss * scale) / dlogits.
+at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale);
+
+// Whether CUDA tensors take our fused kernels (a CUDA build with trainer/cuda compiled in).
+bool have_cuda_kernels();
+// Force the ATen path even where kernels exist (tests compare the two).
+void set_use_cuda_kernels(bool on);
+
+}  // namespace air::train::ops
