@@ -19,6 +19,7 @@ struct ServerFlags {
   int port = 8470, prefer_port = 0;
   bool daemon = false;
   uint64_t max_snapshot_mb = 4096;
+  uint64_t max_unpack_bytes = 8ull << 30, max_unpack_entries = 1000000;
   std::string backend, advertise_url, slurm_partition, slurm_account;
   std::vector<std::string> slurm_options;
 };
@@ -60,6 +61,11 @@ void setup_server(CLI::App& app, Context& ctx) {
   cmd->add_option("--cert", f->cert, "TLS certificate (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", f->key, "TLS private key (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--max-snapshot-mb", f->max_snapshot_mb, "Largest snapshot accepted, in MiB");
+  cmd->add_option("--max-unpack-bytes", f->max_unpack_bytes,
+                  "Disk a node may unpack one snapshot to, in bytes (counted in 4 KiB blocks; default 8 GiB)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-unpack-entries", f->max_unpack_entries, "Files, folders and links in one snapshot (default 1000000)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--backend", f->backend, "What runs nodes: local (default) or slurm")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_option("--advertise-url", f->advertise_url,
@@ -88,6 +94,8 @@ void setup_server(CLI::App& app, Context& ctx) {
     o.air_binary = default_air_binary();
     o.bin_dir = o.air_binary.substr(0, o.air_binary.rfind('/'));
     o.max_snapshot_bytes = f->max_snapshot_mb << 20;
+    o.max_unpack_bytes = f->max_unpack_bytes;
+    o.max_unpack_entries = f->max_unpack_entries;
     o.backend = f->backend;
     o.advertise_url = f->advertise_url;
     o.slurm_partition = f->slurm_partition;
