@@ -24,16 +24,21 @@ struct ServerFlags {
   std::vector<std::string> slurm_options;
 };
 
+// Running means a live daemon holds the home's lock; a busy one is running, only slow to answer.
 void run_status(Context& ctx, const std::string& home_flag) {
   std::string home = home_flag.empty() ? air_home() : home_flag;
   auto d = read_daemon_info(home);
-  bool up = d && daemon_healthy(*d);
+  bool up = daemon_lock_held(home);
+  bool answering = up && d && daemon_healthy(*d, 5000);
   if (ctx.global.output == "json") {
     nlohmann::json j{{"running", up}, {"home", home}};
-    if (up) j.update({{"pid", d->pid}, {"url", d->url}});
+    if (up && d) j.update({{"pid", d->pid}, {"url", d->url}, {"answering", answering}});
     *ctx.out << j.dump() << "\n";
+  } else if (up && d) {
+    *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url
+             << (answering ? "" : " (busy: not answering within 5 s)") << "\n  state: " << home << "\n";
   } else if (up) {
-    *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url << "\n  state: " << home << "\n";
+    *ctx.out << "local workspace: starting (state: " << home << ")\n";
   } else {
     *ctx.out << "local workspace: not running (state: " << home << ")\n"
              << "  it starts on demand with 'air run', or in the foreground with 'air server'\n";
@@ -66,8 +71,9 @@ void setup_server(CLI::App& app, Context& ctx) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-unpack-entries", f->max_unpack_entries, "Files, folders and links in one snapshot (default 1000000)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--backend", f->backend, "What runs nodes: local (default) or slurm")
-      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--backend", f->backend,
+                  "What runs nodes: local (default), slurm, or external (agents started by someone else)")
+      ->check(CLI::IsMember({"local", "slurm", "external"}));
   cmd->add_option("--advertise-url", f->advertise_url,
                   "URL the nodes use to reach this workspace (the port is added when missing)");
   cmd->add_option("--slurm-partition", f->slurm_partition, "sbatch --partition");

@@ -205,7 +205,7 @@ WorkspaceTarget resolve_workspace(const std::string& profile) {
 
 bool stop_local_daemon(const std::string& home, int timeout_ms) {
   auto d = read_daemon_info(home);
-  if (!d || ::kill(d->pid, 0) != 0) {
+  if (!d || !daemon_lock_held(home) || ::kill(d->pid, 0) != 0) {  // a stale file's pid may be anyone's now
     std::error_code ec;
     fs::remove(daemon_info_path(home), ec);
     return false;

@@ -314,6 +314,8 @@ NodeBackend make_backend(const ServerOptions& o) {
     throw usage_error("--advertise-url '" + nb.advertise_url + "' is not a URL", "e.g. http://10.0.0.5:8470");
   if (nb.name == "local") {
     nb.backend = std::make_unique<LocalBackend>(o.air_binary);
+  } else if (nb.name == "external") {
+    nb.backend = std::make_unique<ExternalBackend>();
   } else if (nb.name == "slurm") {
     bool loopback_only = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1" || o.host == "0.0.0.0";
     if (nb.advertise_url.empty() && loopback_only)
@@ -326,7 +328,7 @@ NodeBackend make_backend(const ServerOptions& o) {
     so.air_binary = o.air_binary;
     nb.backend = std::make_unique<SlurmBackend>(so);
   } else {
-    throw usage_error("unknown backend '" + nb.name + "'", "use --backend local or --backend slurm");
+    throw usage_error("unknown backend '" + nb.name + "'", "use --backend local, slurm or external");
   }
   return nb;
 }

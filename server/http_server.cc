@@ -128,7 +128,9 @@ void Server::Impl::update_interest(const std::shared_ptr<Conn>& c) {
   int ev = 0;
   bool pool_owned = c->phase == Phase::kJob || c->phase == Phase::kStream;
   if (!pool_owned) {
-    if (c->phase == Phase::kHandshake || c->phase == Phase::kHead || c->phase == Phase::kBody) ev |= EPOLLIN;
+    if (c->phase == Phase::kHandshake || c->phase == Phase::kHead || c->phase == Phase::kBody ||
+        c->phase == Phase::kLinger)
+      ev |= EPOLLIN;
     if (c->out_off < c->out.size() || c->ssl_wants_write ||
         (c->phase == Phase::kWrite && c->streaming && !c->provider_waiting))
       ev |= EPOLLOUT;
@@ -216,6 +218,14 @@ bool Server::Impl::fill_input(const std::shared_ptr<Conn>& c) {
 
 void Server::Impl::on_event(const std::shared_ptr<Conn>& c, uint32_t events) {
   if (c->phase == Phase::kHandshake) return do_handshake(c);
+  if (c->phase == Phase::kLinger) {
+    char buf[64 << 10];
+    for (;;) {
+      ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return close_conn(c);
+      if (n < 0) return;
+    }
+  }
   if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) return close_conn(c);
   if (events & EPOLLOUT) {
     pump_output(c);

@@ -36,6 +36,8 @@ enum class Phase {
   kStream,     // a pool thread reads the body itself (ContentReader) and owns the socket
   kDeferred,   // a long poll waits for wake() or its deadline
   kWrite,      // sending a response
+  kLinger,     // response sent, write side shut: unread input is discarded so that the peer gets the
+               // response rather than a reset (bounded in time)
 };
 
 enum class IoResult { kOk, kAgain, kEof, kError };

@@ -153,7 +153,13 @@ void Server::Impl::pump_output(const std::shared_ptr<Conn>& c) {
 }
 
 void Server::Impl::finish_response(const std::shared_ptr<Conn>& c) {
-  if (!c->keep_alive) return close_conn(c);
+  if (!c->keep_alive) {
+    if (c->ssl) return close_conn(c);
+    ::shutdown(c->fd, SHUT_WR);
+    c->phase = Phase::kLinger;
+    c->deadline = Clock::now() + std::chrono::seconds(2);
+    return update_interest(c);
+  }
   c->reset_request();
   c->phase = Phase::kHead;
   c->deadline = Clock::now() + std::chrono::milliseconds(limits.idle_timeout_ms);
