@@ -145,7 +145,7 @@ sim=$("$SIM" "$url" "$token" "$SECS" 100 "$PER_RUN" "${runs[@]}")
 ok=0; lost=0
 for r in "${runs[@]}"; do
   st=$(AIR_HOST=$url AIR_TOKEN=$token AIR_CONFIG_FILE=$tmp/none "$AIR" -o json get run "$r")
-  echo "$st" | grep -q '"state": *"SUCCEEDED"\|"state":"SUCCEEDED"' && ok=$((ok + 1))
+  [ "$(echo "$st" | field /dev/stdin state)" = SUCCEEDED ] && ok=$((ok + 1))
   lost=$((lost + $(echo "$st" | grep -o 'lost node' | wc -l)))
 done
 
