@@ -220,8 +220,11 @@ class Api {
 
   // An open blob file, closed when the response is done with it.
   struct OpenFile {
-    int fd;
+    explicit OpenFile(int f) : fd(f) {}
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
     ~OpenFile() { ::close(fd); }
+    int fd;
   };
 
   void snapshot_routes() {
@@ -233,7 +236,7 @@ class Api {
       uint64_t size = ws_.blobs().size(digest);
       int fd = ::open(ws_.blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
-      auto file = std::make_shared<OpenFile>(OpenFile{fd});
+      auto file = std::make_shared<OpenFile>(fd);
       res.set_content_provider(size, "application/octet-stream", [file](uint64_t offset, uint64_t n, http::DataSink& sink) {
         std::vector<char> buf(static_cast<size_t>(n));
         ssize_t got = ::pread(file->fd, buf.data(), buf.size(), static_cast<off_t>(offset));

@@ -110,6 +110,8 @@ void Server::Impl::serialize(Conn& c) {
 
 // Writes what is queued; refills from a provider; finishes the response when all is sent.
 void Server::Impl::pump_output(const std::shared_ptr<Conn>& c) {
+  // The write clock: a reader that takes nothing for write_timeout_ms is cut (not a slow but steady one).
+  if (c->phase == Phase::kWrite) c->deadline = Clock::now() + std::chrono::milliseconds(limits.write_timeout_ms);
   for (int rounds = 0; rounds < 64; ++rounds) {
     while (c->out_off < c->out.size()) {
       size_t n = 0;

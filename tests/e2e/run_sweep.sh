@@ -4,7 +4,7 @@
 # server status` names it, and at the end every run SUCCEEDED with its whole log.
 source "$(dirname "$0")/lib/common.bash"
 
-runs=${AIR_SWEEP_RUNS:-40}
+runs=${AIR_SWEEP_RUNS:-30}
 lines=50
 cat > "$E2E_TMP/sweep.yaml" <<YAML
 experiment_name: e2e-sweep
