@@ -146,7 +146,7 @@ ok=0; lost=0
 for r in "${runs[@]}"; do
   st=$(AIR_HOST=$url AIR_TOKEN=$token AIR_CONFIG_FILE=$tmp/none "$AIR" -o json get run "$r")
   [ "$(echo "$st" | field /dev/stdin state)" = SUCCEEDED ] && ok=$((ok + 1))
-  lost=$((lost + $(echo "$st" | grep -o 'lost node' | wc -l)))
+  lost=$((lost + $( (echo "$st" | grep -o 'lost node' || true) | wc -l)))
 done
 
 python3 - "$tmp/rows" "$sim" "$AGENTS" "$SECS" "$ok" "${#runs[@]}" "$lost" "$IDLE" "$SLOW" <<'PY'
