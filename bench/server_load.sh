@@ -155,14 +155,15 @@ rows, sim, agents, secs, ok, nruns, lost, idle, slow = sys.argv[1:]
 r = {}
 for line in open(rows):
     p = line.split(); r[(p[0], p[1])] = p[2:]
-s = dict(zip(sim.split()[0::2], sim.split()[1::2]))
+import re
+s = dict(re.findall(r"(\w+) (\S+)", re.sub(r"\(([\d.]+)/s\)", r"per_s \1", sim)))
 def cell(label, key, fmt):
     v = r.get((label, key)); return fmt(v) if v else "-"
 print(f"{'measure':58} {'ours':>16} {'baseline':>16} {'target':>12}")
 print(f"{f'{agents} agents x {secs}s: request p99 ms':58} {s['p99_ms']:>16} {'-':>16} {'<= 100':>12}")
 print(f"{'  nodes declared lost / runs SUCCEEDED':58} {f'{lost} / {ok} of {nruns}':>16} {'-':>16} {'0 / all':>12}")
 print(f"{'  log bytes not stored (lost lines)':58} {s['unshipped_bytes']:>16} {'-':>16} {'0':>12}")
-print(f"{'  requests/s, errors':58} {s['requests'].split()[0] if False else s['requests']+' '+s['errors']:>16} {'-':>16} {'':>12}")
+print(f"{'  requests (per second), errors':58} {s['requests']+' ('+s['per_s']+') '+s['errors']:>16} {'-':>16} {'':>12}")
 for key, name in (("idle", f"GET p99 ms with {idle} idle keep-alives (answered)"),
                   ("slow", f"GET p99 ms with {slow} slowloris (answered)")):
     print(f"{name:58} {cell('ours', key, lambda v: v[0]+' ('+v[1]+')'):>16} {cell('baseline', key, lambda v: v[0]+' ('+v[1]+')'):>16} {'<= 100':>12}")
