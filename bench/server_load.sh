@@ -8,7 +8,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 BIN="${AIR_BIN_DIR:-$here/../build/bin}"
 AIR="$BIN/air"
-SIM="${AIR_AGENT_SIM:-$here/../build/bench/agent_sim}"
+SIM="${AIR_AGENT_SIM:-$BIN/agent_sim}"
 AGENTS=${1:-1000}
 SECS=${2:-300}
 IDLE=${3:-10000}
