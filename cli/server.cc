@@ -19,20 +19,26 @@ struct ServerFlags {
   int port = 8470, prefer_port = 0;
   bool daemon = false;
   uint64_t max_snapshot_mb = 4096;
+  uint64_t max_unpack_bytes = 8ull << 30, max_unpack_entries = 1000000;
   std::string backend, advertise_url, slurm_partition, slurm_account;
   std::vector<std::string> slurm_options;
 };
 
+// Running means a live daemon holds the home's lock; a busy one is running, only slow to answer.
 void run_status(Context& ctx, const std::string& home_flag) {
   std::string home = home_flag.empty() ? air_home() : home_flag;
   auto d = read_daemon_info(home);
-  bool up = d && daemon_healthy(*d);
+  bool up = daemon_lock_held(home);
+  bool answering = up && d && daemon_healthy(*d, 5000);
   if (ctx.global.output == "json") {
     nlohmann::json j{{"running", up}, {"home", home}};
-    if (up) j.update({{"pid", d->pid}, {"url", d->url}});
+    if (up && d) j.update({{"pid", d->pid}, {"url", d->url}, {"answering", answering}});
     *ctx.out << j.dump() << "\n";
+  } else if (up && d) {
+    *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url
+             << (answering ? "" : " (busy: not answering within 5 s)") << "\n  state: " << home << "\n";
   } else if (up) {
-    *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url << "\n  state: " << home << "\n";
+    *ctx.out << "local workspace: starting (state: " << home << ")\n";
   } else {
     *ctx.out << "local workspace: not running (state: " << home << ")\n"
              << "  it starts on demand with 'air run', or in the foreground with 'air server'\n";
@@ -60,8 +66,14 @@ void setup_server(CLI::App& app, Context& ctx) {
   cmd->add_option("--cert", f->cert, "TLS certificate (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", f->key, "TLS private key (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--max-snapshot-mb", f->max_snapshot_mb, "Largest snapshot accepted, in MiB");
-  cmd->add_option("--backend", f->backend, "What runs nodes: local (default) or slurm")
-      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--max-unpack-bytes", f->max_unpack_bytes,
+                  "Disk a node may unpack one snapshot to, in bytes (counted in 4 KiB blocks; default 8 GiB)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-unpack-entries", f->max_unpack_entries, "Files, folders and links in one snapshot (default 1000000)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--backend", f->backend,
+                  "What runs nodes: local (default), slurm, or external (agents started by someone else)")
+      ->check(CLI::IsMember({"local", "slurm", "external"}));
   cmd->add_option("--advertise-url", f->advertise_url,
                   "URL the nodes use to reach this workspace (the port is added when missing)");
   cmd->add_option("--slurm-partition", f->slurm_partition, "sbatch --partition");
@@ -88,6 +100,8 @@ void setup_server(CLI::App& app, Context& ctx) {
     o.air_binary = default_air_binary();
     o.bin_dir = o.air_binary.substr(0, o.air_binary.rfind('/'));
     o.max_snapshot_bytes = f->max_snapshot_mb << 20;
+    o.max_unpack_bytes = f->max_unpack_bytes;
+    o.max_unpack_entries = f->max_unpack_entries;
     o.backend = f->backend;
     o.advertise_url = f->advertise_url;
     o.slurm_partition = f->slurm_partition;

@@ -35,6 +35,8 @@ struct NodeSpec {
   std::vector<std::string> dependencies;  // environment.dependencies: pip requirements for a venv
   std::string environment_version;        // environment.version (part of the venv's key)
   std::string mlflow_run_id;              // the attempt's MLflow run: MLFLOW_RUN_ID ("" when none)
+  uint64_t max_unpack_bytes = 0;          // the snapshot's unpack limits (0: the defaults)
+  uint64_t max_unpack_entries = 0;
 };
 
 // POST .../nodes/{n}/status

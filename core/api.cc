@@ -203,7 +203,9 @@ void to_json(json& j, const NodeSpec& v) {
            {"max_log_bytes", v.max_log_bytes},
            {"dependencies", v.dependencies},
            {"environment_version", v.environment_version},
-           {"mlflow_run_id", v.mlflow_run_id}};
+           {"mlflow_run_id", v.mlflow_run_id},
+           {"max_unpack_bytes", v.max_unpack_bytes},
+           {"max_unpack_entries", v.max_unpack_entries}};
 }
 void from_json(const json& j, NodeSpec& v) {
   get(j, "run_id", v.run_id);
@@ -233,6 +235,8 @@ void from_json(const json& j, NodeSpec& v) {
   get(j, "dependencies", v.dependencies);
   get(j, "environment_version", v.environment_version);
   get(j, "mlflow_run_id", v.mlflow_run_id);
+  get(j, "max_unpack_bytes", v.max_unpack_bytes);
+  get(j, "max_unpack_entries", v.max_unpack_entries);
 }
 
 void to_json(json& j, const NodeStatusReport& v) {

@@ -112,6 +112,8 @@ struct NodeSpec {
   std::vector<std::string> dependencies;  // environment.dependencies (pip requirements)
   std::string environment_version;        // environment.version
   std::string mlflow_run_id;              // the attempt's MLflow run ("" when none)
+  uint64_t max_unpack_bytes = 0;          // the snapshot's unpack limits (0: the agent's defaults)
+  uint64_t max_unpack_entries = 0;
 };
 
 // POST /runs/{run}/attempts/{k}/nodes/{n}/status

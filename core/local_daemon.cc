@@ -70,6 +70,49 @@ bool daemon_healthy(const DaemonInfo& info, long timeout_ms) {
   }
 }
 
+namespace {
+
+std::string daemon_lock_path(const std::string& home) { return home + "/daemon.lock"; }
+
+struct flock whole_file_lock(short type) {
+  struct flock l {};
+  l.l_type = type;
+  l.l_whence = SEEK_SET;
+  return l;
+}
+
+}  // namespace
+
+DaemonLock::~DaemonLock() {
+  if (fd >= 0) ::close(fd);
+}
+
+DaemonLock lock_daemon_home(const std::string& home) {
+  std::string path = daemon_lock_path(home);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error("cannot create " + path, "check that " + home + " is writable");
+  DaemonLock lock(fd);
+  struct flock l = whole_file_lock(F_WRLCK);
+  if (::fcntl(fd, F_OFD_SETLK, &l) != 0) {
+    auto d = read_daemon_info(home);
+    std::string who = d ? fmt::format(" (pid {}, {})", d->pid, d->url) : std::string();
+    throw Error("another air server is already running for " + home + who,
+                "use it, stop it with 'air server stop --home " + home + "', or give this one another --home");
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) [[maybe_unused]] auto n = ::pwrite(fd, pid.data(), pid.size(), 0);
+  return lock;
+}
+
+bool daemon_lock_held(const std::string& home) {
+  int fd = ::open(daemon_lock_path(home).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock l = whole_file_lock(F_WRLCK);
+  bool held = ::fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
 std::string default_air_binary() {
   if (const char* d = std::getenv("AIR_BIN_DIR"); d && *d) return std::string(d) + "/air";
   std::error_code ec;
@@ -108,6 +151,8 @@ void spawn_daemon(const std::string& home, const std::string& air_binary, int pr
 
 }  // namespace
 
+// A daemon is alive exactly when it holds the home's lock; a busy one is waited for, never replaced (two
+// daemons on one home split the runs and the tokens).
 WorkspaceTarget ensure_local_daemon(const std::string& home, const std::string& air_binary) {
   std::error_code ec;
   fs::create_directories(home, ec);
@@ -118,29 +163,39 @@ WorkspaceTarget ensure_local_daemon(const std::string& home, const std::string& 
   if (auto d = read_daemon_info(home); d && daemon_healthy(*d)) return target(*d);
 
   std::string lock_path = home + "/server.lock";
-  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
+  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock < 0) throw Error("cannot create " + lock_path, "check that AIR_HOME (" + home + ") is writable");
   ::flock(lock, LOCK_EX);
   struct Unlock {
     int fd;
     ~Unlock() { ::close(fd); }
   } unlock{lock};
-  if (auto d = read_daemon_info(home); d && daemon_healthy(*d)) return target(*d);
-  if (!fs::exists(air_binary))
-    throw Error("cannot start the local workspace: " + air_binary + " does not exist",
-                "set AIR_BIN_DIR to the folder holding the air binary");
-  // A daemon that died (kill -9, reboot) left its file: start again on its port if it is free, so that the
-  // node agents still running find the workspace where they last saw it.
-  int prefer_port = 0;
-  if (auto old = read_daemon_info(home)) prefer_port = old->port;
-  fs::remove(daemon_info_path(home), ec);
-  spawn_daemon(home, air_binary, prefer_port);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (auto d = read_daemon_info(home); d && daemon_healthy(*d)) return target(*d);
+  bool spawned = false;
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    auto waited = std::chrono::steady_clock::now() - start;
+    if (daemon_lock_held(home)) {
+      if (auto d = read_daemon_info(home); d && daemon_healthy(*d, 5000)) return target(*d);
+      if (waited > std::chrono::seconds(120))
+        throw Error("the local workspace is running but has not answered for 2 minutes",
+                    "see " + home + "/server.log; 'air server stop' stops it");
+    } else if (!spawned) {
+      if (!fs::exists(air_binary))
+        throw Error("cannot start the local workspace: " + air_binary + " does not exist",
+                    "set AIR_BIN_DIR to the folder holding the air binary");
+      // A daemon that died (kill -9, reboot) left its file: start again on its port if it is free, so that
+      // the node agents still running find the workspace where they last saw it.
+      int prefer_port = 0;
+      if (auto old = read_daemon_info(home)) prefer_port = old->port;
+      fs::remove(daemon_info_path(home), ec);
+      spawn_daemon(home, air_binary, prefer_port);
+      spawned = true;
+      start = std::chrono::steady_clock::now();
+    } else if (waited > std::chrono::seconds(20)) {
+      throw Error("the local workspace did not start within 20 s", "see " + home + "/server.log");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  throw Error("the local workspace did not start within 20 s", "see " + home + "/server.log");
 }
 
 WorkspaceTarget resolve_workspace(const std::string& profile) {
@@ -150,7 +205,7 @@ WorkspaceTarget resolve_workspace(const std::string& profile) {
 
 bool stop_local_daemon(const std::string& home, int timeout_ms) {
   auto d = read_daemon_info(home);
-  if (!d || ::kill(d->pid, 0) != 0) {
+  if (!d || !daemon_lock_held(home) || ::kill(d->pid, 0) != 0) {  // a stale file's pid may be anyone's now
     std::error_code ec;
     fs::remove(daemon_info_path(home), ec);
     return false;

@@ -25,6 +25,21 @@ void write_daemon_info(const std::string& home, const DaemonInfo& info);
 // The pid is alive and the health endpoint answers with that pid.
 bool daemon_healthy(const DaemonInfo& info, long timeout_ms = 1000);
 
+// One daemon per home: `air server` holds an exclusive lock on $home/daemon.lock (an open-file-description
+// lock, released by the kernel however the process ends) for its whole life.
+struct DaemonLock {
+  int fd = -1;
+  DaemonLock() = default;
+  explicit DaemonLock(int f) : fd(f) {}
+  DaemonLock(DaemonLock&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  DaemonLock& operator=(DaemonLock&&) = delete;
+  ~DaemonLock();
+};
+// Takes the lock or throws air::Error naming the live daemon (its pid) when another one holds it.
+DaemonLock lock_daemon_home(const std::string& home);
+// Whether a live daemon holds the home's lock (alive, however busy). Takes no lock itself.
+bool daemon_lock_held(const std::string& home);
+
 // The `air` binary to start daemons and agents with: $AIR_BIN_DIR/air, else next to this executable.
 std::string default_air_binary();
 

@@ -84,9 +84,14 @@ std::string snapshot_fingerprint(const SnapshotManifest& m);
 SnapshotArchive snapshot_with_cache(const SnapshotManifest& m, const std::string& cache_dir,
                                     bool* reused = nullptr, const SnapshotProgress& progress = {});
 
+// What one unpack may use. Disk use is counted in 4 KiB blocks (a 1-byte file, a folder and a symlink
+// each take one), so a million tiny files count as the ~4 GB they really take.
 struct UnpackLimits {
-  uint64_t max_total_bytes = 8ull << 30;
-  uint64_t max_entries = 1'000'000;
+  uint64_t max_total_bytes = 8ull << 30;      // `air server --max-unpack-bytes`
+  uint64_t max_entries = 1'000'000;           // `air server --max-unpack-entries`
+  uint64_t max_ratio = 200;                   // at most this many times the archive's own size...
+  uint64_t ratio_floor_bytes = 256ull << 20;  // ...or this much, whichever is larger
+  uint64_t keep_free_bytes = 256ull << 20;    // never fill the destination's disk below this
 };
 
 // Unpacks an archive into dest safely: refuses absolute paths, '..', links pointing outside dest, device

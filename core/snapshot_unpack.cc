@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,7 +53,8 @@ struct Fd {
 // Splits an entry path into components, refusing absolute paths and '..'; "." and empty parts vanish.
 std::vector<std::string> safe_components(const std::string& name) {
   if (!name.empty() && name[0] == '/') throw unsafe(name, "has an absolute path");
-  if (name.size() > PATH_MAX) throw unsafe(name.substr(0, 64) + "...", "has a path longer than PATH_MAX");
+  if (name.size() >= PATH_MAX)  // PATH_MAX counts the NUL: a 4096-byte path is one the kernel cannot resolve
+    throw unsafe(name.substr(0, 64) + "...", "has a path longer than the kernel resolves (" + std::to_string(PATH_MAX - 1) + " bytes)");
   std::vector<std::string> parts;
   size_t start = 0;
   while (start <= name.size()) {
@@ -89,7 +91,9 @@ std::string join(const std::vector<std::string>& parts, size_t n) {
 
 class Extractor {
  public:
-  Extractor(int root_fd, const UnpackLimits& limits) : root_(root_fd), limits_(limits) {}
+  // budget: the disk the tree may use; free: what the destination's disk can give.
+  Extractor(int root_fd, const UnpackLimits& limits, uint64_t budget, uint64_t free)
+      : root_(root_fd), limits_(limits), budget_(budget), free_(free) {}
   void extract(struct archive* a, struct archive_entry* e);
   void check_symlinks() const;
 
@@ -97,13 +101,29 @@ class Extractor {
   Fd open_parent(const std::string& name, const std::vector<std::string>& parts, bool create) const;
   void write_file(struct archive* a, const std::string& name, int dirfd, const std::string& leaf, mode_t mode);
 
+  // Counts `blocks_bytes` more of disk use; refuses past the budget or the free space.
+  void charge(const std::string& name, uint64_t used_after) const;
+
   int root_;
   UnpackLimits limits_;
+  uint64_t budget_, free_;
   uint64_t entries_ = 0;
-  uint64_t bytes_ = 0;
+  uint64_t bytes_ = 0;  // disk use so far, in whole blocks
   std::set<std::string> regular_files_;
   std::vector<std::string> symlinks_;
 };
+
+constexpr uint64_t kBlock = 4096;
+uint64_t blocks(uint64_t n) { return std::max<uint64_t>(1, (n + kBlock - 1) / kBlock) * kBlock; }
+
+void Extractor::charge(const std::string& name, uint64_t used_after) const {
+  if (used_after > budget_)
+    throw unsafe(name, "makes the archive expand beyond " + std::to_string(budget_) + " bytes");
+  if (used_after > free_)
+    throw Error("not enough disk space to unpack the snapshot: entry '" + name + "' needs more than the " +
+                    std::to_string(free_) + " bytes free",
+                "free space on this node's disk; nothing was unpacked");
+}
 
 // Opens the folder that holds the entry, component by component, never following a symlink.
 Fd Extractor::open_parent(const std::string& name, const std::vector<std::string>& parts, bool create) const {
@@ -133,13 +153,13 @@ void Extractor::write_file(struct archive* a, const std::string& name, int dirfd
   }
   Fd guard(fd);
   std::vector<char> buf(1 << 20);
+  uint64_t size = 0;
   for (;;) {
     la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
     if (n < 0) throw Error(std::string("corrupt snapshot archive at '") + name + "': " + archive_text(a));
     if (n == 0) break;
-    bytes_ += static_cast<uint64_t>(n);
-    if (bytes_ > limits_.max_total_bytes)
-      throw unsafe(name, "makes the archive expand beyond " + std::to_string(limits_.max_total_bytes) + " bytes");
+    size += static_cast<uint64_t>(n);
+    charge(name, bytes_ + blocks(size));
     for (const char* p = buf.data(); n > 0;) {
       ssize_t w = ::write(fd, p, static_cast<size_t>(n));
       if (w < 0 && errno == EINTR) continue;
@@ -149,6 +169,8 @@ void Extractor::write_file(struct archive* a, const std::string& name, int dirfd
     }
   }
   if (::fchmod(fd, mode) != 0) throw Error("cannot set the mode of '" + name + "': " + std::strerror(errno));
+  charge(name, bytes_ + blocks(size));
+  bytes_ += blocks(size);
 }
 
 void Extractor::extract(struct archive* a, struct archive_entry* e) {
@@ -171,9 +193,13 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
                        : type == AE_IFIFO ? "a fifo" : type == AE_IFSOCK ? "a socket" : "of an unknown type";
     throw unsafe(name, std::string("is ") + kind + ": only files, folders and symlinks are allowed");
   }
-  if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0 &&
-      static_cast<uint64_t>(archive_entry_size(e)) > limits_.max_total_bytes - std::min(bytes_, limits_.max_total_bytes))
-    throw unsafe(name, "makes the archive expand beyond " + std::to_string(limits_.max_total_bytes) + " bytes");
+  // Declared sizes are refused from the header, before any byte is written; folders and links take a block.
+  if (!hardlink && type == AE_IFREG && archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
+    charge(name, bytes_ + blocks(static_cast<uint64_t>(archive_entry_size(e))));
+  if (!hardlink && type != AE_IFREG) {
+    charge(name, bytes_ + kBlock);
+    bytes_ += kBlock;
+  }
 
   Fd dir = open_parent(name, parts, true);
   if (hardlink) {
@@ -236,6 +262,9 @@ void Extractor::check_symlinks() const {
     }
     if (errno == ENOSYS || errno == EPERM) return;  // an old kernel or a seccomp filter: the lexical check stands
     if (errno == EXDEV) throw unsafe(path, "is a symlink that leads outside the destination through other links");
+    // Every link is resolved by the kernel or refused: only a link to nothing (inside) is let stand.
+    if (errno != ENOENT)
+      throw unsafe(path, std::string("is a symlink the kernel cannot resolve (") + std::strerror(errno) + ")");
   }
 }
 
@@ -261,7 +290,17 @@ void extract_all(const std::string& archive_path, int root_fd, const UnpackLimit
   archive_read_support_filter_none(a.get());
   if (archive_read_open_filename(a.get(), archive_path.c_str(), 1 << 20) != ARCHIVE_OK)
     throw Error("cannot read snapshot archive '" + archive_path + "': " + archive_text(a.get()));
-  Extractor x(root_fd, limits);
+  struct stat st {};
+  uint64_t archive_size = ::stat(archive_path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  uint64_t by_ratio = std::max(limits.ratio_floor_bytes, archive_size > UINT64_MAX / std::max<uint64_t>(limits.max_ratio, 1)
+                                                             ? UINT64_MAX : archive_size * limits.max_ratio);
+  struct statvfs vfs {};
+  uint64_t free = UINT64_MAX;
+  if (::fstatvfs(root_fd, &vfs) == 0) {
+    uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    free = avail > limits.keep_free_bytes ? avail - limits.keep_free_bytes : 0;
+  }
+  Extractor x(root_fd, limits, std::min(limits.max_total_bytes, by_ratio), free);
   for (;;) {
     struct archive_entry* e = nullptr;
     int r = archive_read_next_header(a.get(), &e);

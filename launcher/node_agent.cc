@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -289,7 +290,10 @@ int run_node_agent(const NodeAgentOptions& o) {
       log.info("warning: a secret shorter than 4 bytes cannot be redacted from the log");
     CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
     if (!spec.snapshot_digest.empty()) {
-      fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, paths.code_dir, log);
+      air::UnpackLimits limits;
+      if (spec.max_unpack_bytes > 0) limits.max_total_bytes = spec.max_unpack_bytes;
+      if (spec.max_unpack_entries > 0) limits.max_entries = spec.max_unpack_entries;
+      fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, paths.code_dir, log, limits);
     } else {
       fs::create_directories(paths.code_dir);
     }
@@ -356,8 +360,17 @@ int run_node_agent(const NodeAgentOptions& o) {
   if (final.state == "FAILED") final.last_lines = tail.last_lines(20);
   final.message = redact(final.message, pipeline.secrets);
 
-  // Every line must reach the workspace before the final report: a restarted workspace needs them too.
-  auto drain_deadline = Clock::now() + (g_signal.load() ? std::chrono::milliseconds(10000) : o.drain_timeout);
+  // The final status is spooled first, so that it survives a workspace that is gone (agent.log and
+  // final_status.json in the node's folder).
+  {
+    std::ofstream f(dir + "/final_status.json", std::ios::trunc);
+    f << nlohmann::json{{"state", final.state}, {"exit_code", final.exit_code ? nlohmann::json(*final.exit_code) : nlohmann::json()},
+                        {"message", final.message}}.dump() << "\n";
+  }
+  // Every line must reach the workspace before the final report: a restarted workspace needs them too. A
+  // signalled agent exits within 5 s whatever the workspace does (its lines stay in the spool).
+  bool signalled = g_signal.load() != 0;
+  auto drain_deadline = Clock::now() + (signalled ? std::chrono::milliseconds(2000) : o.drain_timeout);
   if (!shipper.drain(drain_deadline)) {
     uint64_t left = spool.size() - shipper.acked();
     log.info(std::to_string(left) + " bytes of log could not be shipped; they are in " + spool.path());
@@ -365,7 +378,8 @@ int run_node_agent(const NodeAgentOptions& o) {
   }
   shipper.stop();
   status.finish();
-  auto report_deadline = std::max(drain_deadline, Clock::now() + std::chrono::seconds(10));
+  auto report_deadline = signalled ? Clock::now() + std::chrono::milliseconds(1500)
+                                   : std::max(drain_deadline, Clock::now() + std::chrono::seconds(10));
   if (!status.send_final(final, report_deadline)) log.info("could not deliver the final status to the workspace");
   log.info("done: " + final.state);
   return exit_code;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/agent_api.h"
+#include "core/snapshot.h"
 
 namespace air::launcher {
 
@@ -69,6 +70,6 @@ std::vector<std::string> current_environment();
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.
 class HttpClient;
 void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, const std::string& workdir,
-                               const std::string& code_dir, AgentLog& log);
+                               const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits = {});
 
 }  // namespace air::launcher

@@ -119,7 +119,7 @@ std::vector<std::string> build_command_env(const NodeSpec& spec, const NodeAgent
 }
 
 void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, const std::string& workdir,
-                               const std::string& code_dir, AgentLog& log) {
+                               const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits) {
   if (!is_hex_digest(digest)) throw Error("the node spec names an invalid snapshot digest '" + digest + "'");
   std::string archive = workdir + "/snapshot.tar.zst";
   std::string part = archive + ".part";
@@ -140,7 +140,7 @@ void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, co
   }
   std::error_code ec;
   fs::remove_all(code_dir, ec);
-  air::unpack_snapshot(archive, code_dir);
+  air::unpack_snapshot(archive, code_dir, limits);
   log.info("unpacked snapshot into " + code_dir);
 }
 

@@ -64,6 +64,10 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   if (dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) goto fail;
   stage = 2;
   if (cwd && chdir(cwd) != 0) goto fail;
+  // Nothing of the agent's leaks into the command: no socket to the workspace, no spool file (libcurl's
+  // sockets are not opened close-on-exec). err_fd closes itself on a successful exec.
+  if (err_fd > 3) close_range(3, static_cast<unsigned>(err_fd) - 1, 0);
+  close_range(static_cast<unsigned>(err_fd) + 1, ~0U, 0);
   stage = 3;
   execve(path, argv, envp);
 fail:

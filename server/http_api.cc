@@ -1,9 +1,11 @@
 // HTTP routes of the workspace: authentication, JSON (de)serialisation, error bodies; the logic lives in
-// Workspace. Handlers run on a thread pool large enough for long-polling log followers.
+// Workspace. This file is the one place routes are registered: each with its body limit and its token
+// check, which the server core (server/http_server.h) runs before any body byte is read.
 #include "server/http_api.h"
 
-#include <httplib.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 #include <signal.h>
 
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include "core/api.h"
 #include "core/error.h"
 #include "core/local_daemon.h"
+#include "server/http_server.h"
 #include "server/local_backend.h"
 #include "server/server_config.h"
 #include "server/services.h"
@@ -30,7 +33,7 @@ namespace fs = std::filesystem;
 
 const std::string kApi = api::kPrefix;
 
-void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
+void send_error(http::Response& res, int status, const std::string& code, const std::string& message,
                 const std::vector<Diagnostic>& diags = {}, json extra = json::object()) {
   api::ErrorBody b{code, message, diags};
   extra["error"] = b;
@@ -38,18 +41,18 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
   res.set_content(extra.dump(), "application/json");
 }
 
-void send_json(httplib::Response& res, const json& j, int status = 200) {
+void send_json(http::Response& res, const json& j, int status = 200) {
   res.status = status;
   res.set_content(j.dump(), "application/json");
 }
 
-std::string bearer(const httplib::Request& req) {
+std::string bearer(const http::Request& req) {
   auto h = req.get_header_value("Authorization");
   if (h.rfind("Bearer ", 0) == 0) return h.substr(7);
   return {};
 }
 
-uint64_t query_u64(const httplib::Request& req, const char* name, uint64_t dflt) {
+uint64_t query_u64(const http::Request& req, const char* name, uint64_t dflt) {
   if (!req.has_param(name)) return dflt;
   const std::string v = req.get_param_value(name);
   try {
@@ -62,12 +65,16 @@ uint64_t query_u64(const httplib::Request& req, const char* name, uint64_t dflt)
   }
 }
 
+// Body limits per route, enforced from the headers before the body is read.
+constexpr uint64_t kJsonBody = 1 << 20;
+constexpr uint64_t kLogBody = 8 << 20;
+
 class Api {
  public:
-  Api(httplib::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+  Api(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
 
   void install() {
-    srv_.Get(kApi + "/health", [](const httplib::Request&, httplib::Response& res) {
+    srv_.Get(kApi + "/health", [](const http::Request&, http::Response& res) {
       send_json(res, api::Health{"ok", AIR_VERSION, static_cast<int>(::getpid())});
     });
     admin("POST", "/runs", [this](const auto& req, auto& res, const auto&) {
@@ -87,7 +94,7 @@ class Api {
     log_routes();
     snapshot_routes();
     services_routes();
-    srv_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
       } catch (const HttpError& e) {
@@ -98,13 +105,20 @@ class Api {
         send_error(res, 500, "INTERNAL", e.what());
       }
     });
+    srv_.set_error_handler([](http::Response& res, int status, const std::string& message) {
+      static const std::map<int, std::string> codes = {
+          {400, "INVALID_ARGUMENT"}, {404, "NOT_FOUND"}, {405, "METHOD_NOT_ALLOWED"}, {408, "REQUEST_TIMEOUT"},
+          {413, "TOO_LARGE"},        {431, "HEADERS_TOO_LARGE"}, {501, "NOT_IMPLEMENTED"}};
+      auto it = codes.find(status);
+      send_error(res, status, it == codes.end() ? "ERROR" : it->second, message);
+    });
   }
 
  private:
-  using Match = httplib::Match;
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Match&)>;
+  using Match = std::smatch;
+  using Handler = std::function<void(const http::Request&, http::Response&, const Match&)>;
 
-  static json parse_body(const httplib::Request& req) {
+  static json parse_body(const http::Request& req) {
     try {
       return json::parse(req.body);
     } catch (const json::exception&) {
@@ -112,35 +126,43 @@ class Api {
     }
   }
 
-  Principal auth(const httplib::Request& req) const {
+  Principal auth(const http::Request& req) const {
     auto p = ws_.authenticate(bearer(req));
     if (!p) throw HttpError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
     return *p;
   }
 
-  void route(const std::string& method, const std::string& pattern, Handler h) {
-    auto wrapped = [h](const httplib::Request& req, httplib::Response& res) { h(req, res, req.matches); };
+  // Gates run after the headers, before the body: a request without the right token is answered at once.
+  http::Gate admin_gate() const {
+    return [this](const http::Request& req, http::Response&) {
+      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not do that");
+      return true;
+    };
+  }
+  // Node endpoints accept the node token of that very run and attempt (or the admin token).
+  http::Gate node_gate() const {
+    return [this](const http::Request& req, http::Response&) {
+      Principal p = auth(req);
+      if (!p.admin && (p.run_id != req.matches[1].str() || p.attempt != std::stoi(req.matches[2].str())))
+        throw HttpError(403, "PERMISSION_DENIED", "this node token belongs to another run or attempt");
+      return true;
+    };
+  }
+
+  void route(const std::string& method, const std::string& pattern, Handler h, http::RouteOptions o) {
+    auto wrapped = [h](const http::Request& req, http::Response& res) { h(req, res, req.matches); };
     std::string p = kApi + pattern;
-    if (method == "GET") srv_.Get(p, wrapped);
-    else if (method == "POST") srv_.Post(p, wrapped);
+    if (method == "GET") srv_.Get(p, wrapped, std::move(o));
+    else if (method == "POST") srv_.Post(p, wrapped, std::move(o));
   }
 
   void admin(const std::string& method, const std::string& pattern, Handler h) {
-    route(method, pattern, [this, h](const auto& req, auto& res, const auto& m) {
-      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not do that");
-      h(req, res, m);
-    });
+    route(method, pattern, std::move(h), {kJsonBody, admin_gate()});
   }
 
-  // Node endpoints accept the node token of that very run and attempt (or the admin token).
-  void node(const std::string& method, const std::string& suffix, Handler h) {
+  void node(const std::string& method, const std::string& suffix, Handler h, uint64_t max_body = kJsonBody) {
     std::string pattern = R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6}))" + suffix;
-    route(method, pattern, [this, h](const auto& req, auto& res, const auto& m) {
-      Principal p = auth(req);
-      if (!p.admin && (p.run_id != m[1].str() || p.attempt != std::stoi(m[2].str())))
-        throw HttpError(403, "PERMISSION_DENIED", "this node token belongs to another run or attempt");
-      h(req, res, m);
-    });
+    route(method, pattern, std::move(h), {max_body, node_gate()});
   }
 
   void node_routes() {
@@ -153,6 +175,13 @@ class Api {
     });
   }
 
+  static void send_log(http::Response& res, LogRead& r) {
+    res.set_header(api::kHeaderLogOffset, std::to_string(r.chunk.offset));
+    res.set_header(api::kHeaderLogSize, std::to_string(r.chunk.size));
+    res.set_header(api::kHeaderLogDone, r.done ? "1" : "0");
+    res.set_content(std::move(r.chunk.data), "application/octet-stream");
+  }
+
   void log_routes() {
     node("POST", "/logs", [this](const auto& req, auto& res, const auto& m) {
       uint64_t offset = query_u64(req, "offset", 0);
@@ -163,7 +192,9 @@ class Api {
                    {}, json{{"size", r.size}});
       else
         send_json(res, api::LogAppendReply{r.size});
-    });
+    }, kLogBody);
+    // A follower with nothing new waits without a thread: the response is deferred until the log grows
+    // (LogStore wakes the server) or wait_ms passes.
     admin("GET", R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6})/logs)",
           [this](const auto& req, auto& res, const auto& m) {
             std::optional<uint64_t> offset, tail;
@@ -171,64 +202,80 @@ class Api {
             if (req.has_param("tail")) tail = query_u64(req, "tail", 0);
             uint64_t max_bytes = std::min<uint64_t>(query_u64(req, "max_bytes", 4 << 20), 64 << 20);
             auto wait = std::chrono::milliseconds(std::min<uint64_t>(query_u64(req, "wait_ms", 0), 30000));
-            LogRead r = ws_.read_log(m[1], std::stoi(m[2]), std::stoi(m[3]), offset, tail, max_bytes, wait);
-            res.set_header(api::kHeaderLogOffset, std::to_string(r.chunk.offset));
-            res.set_header(api::kHeaderLogSize, std::to_string(r.chunk.size));
-            res.set_header(api::kHeaderLogDone, r.done ? "1" : "0");
-            res.set_content(std::move(r.chunk.data), "application/octet-stream");
+            std::string run = m[1];
+            int attempt = std::stoi(m[2]), node = std::stoi(m[3]);
+            LogRead r = ws_.read_log(run, attempt, node, offset, tail, max_bytes, std::chrono::milliseconds(0));
+            uint64_t from = r.chunk.offset;
+            bool ready = !r.chunk.data.empty() || r.done || wait.count() == 0;
+            send_log(res, r);
+            if (ready) return;
+            res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes](auto& res) {
+              LogRead r = ws_.read_log(run, attempt, node, from, std::nullopt, max_bytes, std::chrono::milliseconds(0));
+              bool ready = !r.chunk.data.empty() || r.done;
+              send_log(res, r);
+              return ready;
+            });
           });
   }
 
+  // An open blob file, closed when the response is done with it.
+  struct OpenFile {
+    explicit OpenFile(int f) : fd(f) {}
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+    ~OpenFile() { ::close(fd); }
+    int fd;
+  };
+
   void snapshot_routes() {
     const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
-    srv_.Get(pattern, [this](const httplib::Request& req, httplib::Response& res) {
-      auth(req);  // admin or any node token
+    http::Gate any_token = [this](const http::Request& req, http::Response&) { return auth(req), true; };
+    srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
       std::string digest = req.matches[1];
       if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", "snapshot " + digest + " not found");
-      if (req.method == "HEAD") {
-        res.set_header("Content-Length", std::to_string(ws_.blobs().size(digest)));
-        res.status = 200;
-        return;
-      }
-      auto file = std::make_shared<std::ifstream>(ws_.blobs().path(digest), std::ios::binary);
       uint64_t size = ws_.blobs().size(digest);
-      res.set_content_provider(size, "application/octet-stream",
-                               [file](size_t offset, size_t length, httplib::DataSink& sink) {
-                                 std::vector<char> buf(std::min<size_t>(length, 1 << 20));
-                                 file->seekg(static_cast<std::streamoff>(offset));
-                                 file->read(buf.data(), static_cast<std::streamsize>(buf.size()));
-                                 auto got = file->gcount();
-                                 if (got <= 0) return false;
-                                 sink.write(buf.data(), static_cast<size_t>(got));
-                                 return true;
-                               });
-    });
-    srv_.Put(pattern, [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+      int fd = ::open(ws_.blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
+      auto file = std::make_shared<OpenFile>(fd);
+      res.set_content_provider(size, "application/octet-stream", [file](uint64_t offset, uint64_t n, http::DataSink& sink) {
+        std::vector<char> buf(static_cast<size_t>(n));
+        ssize_t got = ::pread(file->fd, buf.data(), buf.size(), static_cast<off_t>(offset));
+        if (got <= 0) return false;
+        sink.write(buf.data(), static_cast<size_t>(got));
+        return true;
+      });
+    }, {0, any_token});  // admin or any node token
+    auto admin_only = [this](const http::Request& req, http::Response&) {
       if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not upload snapshots");
+      return true;
+    };
+    // Streamed to disk while hashed (BlobWriter); a body past the limit is refused from its headers (413).
+    srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
       std::string digest = req.matches[1];
       if (ws_.blobs().has(digest)) {
         read([](const char*, size_t) { return true; });
         return send_json(res, json{{"digest", digest}, {"bytes", ws_.blobs().size(digest)}, {"existed", true}});
       }
       auto w = ws_.blobs().begin(digest, ws_.options().max_snapshot_bytes);
-      bool ok = true;
-      read([&](const char* d, size_t n) { return ok = w->write(d, n); });
-      if (!ok)
+      bool fits = true;
+      bool complete = read([&](const char* d, size_t n) { return fits = w->write(d, n); });
+      if (!fits)
         throw HttpError(413, "TOO_LARGE", fmt::format("snapshot is larger than this workspace accepts ({} bytes)",
                                                      ws_.options().max_snapshot_bytes));
+      if (!complete) throw HttpError(400, "INCOMPLETE_UPLOAD", "the snapshot upload ended before its last byte");
       try {
         w->commit();
       } catch (const Error& e) {
         throw HttpError(400, "DIGEST_MISMATCH", e.what());
       }
       send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
-    });
+    }, {ws_.options().max_snapshot_bytes, admin_only});
   }
 
   // Databricks' secrets API and MLflow's tracking API, at their own paths (server/services.h says who may
   // do what). A node token reads only the secrets its run references.
   void services_routes() {
-    auto h = [this](const httplib::Request& req, httplib::Response& res) {
+    auto h = [this](const http::Request& req, http::Response& res) {
       auto who = ws_.authenticate(bearer(req));
       std::vector<SecretRef> refs;
       if (who && !who->admin && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
@@ -236,13 +283,20 @@ class Api {
       ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body);
       send_json(res, r.body, r.status);
     };
+    // No body is read without a known token (the handlers answer the caller's rights in their own shapes).
+    http::Gate any_token = [this](const http::Request& req, http::Response& res) {
+      if (ws_.authenticate(bearer(req))) return true;
+      ApiReply r = handle_services_request(ws_.services(), std::nullopt, {}, req.method, req.target, "");
+      send_json(res, r.body, r.status);
+      return false;
+    };
     for (const char* prefix : {"/api/2.0/secrets/", "/api/2.0/mlflow/"}) {
-      srv_.Get(std::string(prefix) + ".*", h);
-      srv_.Post(std::string(prefix) + ".*", h);
+      srv_.Get(std::string(prefix) + ".*", h, {kJsonBody, any_token});
+      srv_.Post(std::string(prefix) + ".*", h, {kJsonBody, any_token});
     }
   }
 
-  httplib::Server& srv_;
+  http::Server& srv_;
   Workspace& ws_;
 };
 
@@ -263,6 +317,8 @@ NodeBackend make_backend(const ServerOptions& o) {
     throw usage_error("--advertise-url '" + nb.advertise_url + "' is not a URL", "e.g. http://10.0.0.5:8470");
   if (nb.name == "local") {
     nb.backend = std::make_unique<LocalBackend>(o.air_binary);
+  } else if (nb.name == "external") {
+    nb.backend = std::make_unique<ExternalBackend>();
   } else if (nb.name == "slurm") {
     bool loopback_only = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1" || o.host == "0.0.0.0";
     if (nb.advertise_url.empty() && loopback_only)
@@ -275,7 +331,7 @@ NodeBackend make_backend(const ServerOptions& o) {
     so.air_binary = o.air_binary;
     nb.backend = std::make_unique<SlurmBackend>(so);
   } else {
-    throw usage_error("unknown backend '" + nb.name + "'", "use --backend local or --backend slurm");
+    throw usage_error("unknown backend '" + nb.name + "'", "use --backend local, slurm or external");
   }
   return nb;
 }
@@ -307,36 +363,28 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // Agents started by this workspace keep their Python environments under the same home.
   ::setenv("AIR_HOME", o.home.c_str(), 1);
 
-  std::unique_ptr<httplib::Server> srv;
+  // One daemon per home: held for the whole life of this process, released by the kernel when it ends.
+  DaemonLock home_lock = lock_daemon_home(o.home);
   bool tls = !o.cert.empty() || !o.key.empty();
-  if (tls) {
-    if (o.cert.empty() || o.key.empty()) throw usage_error("--cert and --key go together");
-    srv = std::make_unique<httplib::SSLServer>(o.cert.c_str(), o.key.c_str());
-    if (!srv->is_valid()) throw Error("cannot load the TLS certificate or key", "check --cert and --key");
-  } else {
-    srv = std::make_unique<httplib::Server>();
-  }
-  srv->new_task_queue = [] { return new httplib::ThreadPool(64); };
-  srv->set_payload_max_length(o.max_snapshot_bytes + (1 << 20));
-  srv->set_keep_alive_max_count(100000);
-  srv->set_tcp_nodelay(true);  // else each small reply waits ~40 ms for the client's delayed ACK
-  srv->set_read_timeout(60, 0);
-  srv->set_write_timeout(60, 0);
+  if (tls && (o.cert.empty() || o.key.empty())) throw usage_error("--cert and --key go together");
+  auto srv = std::make_unique<http::Server>(http::Limits{}, http::TlsFiles{o.cert, o.key});
 
   WorkspaceOptions wo;
   wo.home = o.home;
   wo.bin_dir = o.bin_dir;
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  wo.max_unpack_bytes = o.max_unpack_bytes;
+  wo.max_unpack_entries = o.max_unpack_entries;
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   NodeBackend nb = make_backend(o);
   Workspace ws(wo, std::move(nb.backend));
   Api api(*srv, ws);  // lives as long as the server: the routes capture it
   api.install();
 
-  int port = o.port;
-  if (port == 0 && o.prefer_port > 0 && srv->bind_to_port(o.host, o.prefer_port)) port = o.prefer_port;
-  else if (port == 0) port = srv->bind_to_any_port(o.host);
-  else if (!srv->bind_to_port(o.host, port)) port = -1;
+  ws.set_log_listener([raw = srv.get()] { raw->wake(); });  // log followers wait without a thread
+  int port = -1;
+  if (o.port == 0 && o.prefer_port > 0) port = srv->bind(o.host, o.prefer_port);
+  if (port <= 0) port = srv->bind(o.host, o.port);
   if (port <= 0)
     throw Error(fmt::format("cannot listen on {}:{}", o.host, o.port), "is another air server using that port?");
   std::string shown_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host;
@@ -362,7 +410,8 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     sigwait(&set, &sig);
     srv->stop();
   });
-  srv->listen_after_bind();
+  srv->listen();
+  ws.set_log_listener(nullptr);
   ws.stop();
   if (auto d = read_daemon_info(o.home); d && d->pid == ::getpid()) {
     std::error_code ec;

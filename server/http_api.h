@@ -18,6 +18,8 @@ struct ServerOptions {
   std::string bin_dir;           // folder of the air binary (for agents)
   std::string air_binary;        // the binary the local backend starts agents with
   uint64_t max_snapshot_bytes = 4ull << 30;
+  uint64_t max_unpack_bytes = 8ull << 30;  // per node and attempt (core/snapshot.h UnpackLimits)
+  uint64_t max_unpack_entries = 1000000;
   // Which machines run nodes; empty fields fall back to $home/server.conf (server/server_config.h).
   std::string backend;                     // local (default) | slurm
   std::string advertise_url;               // the URL agents use; without a port, the bound port is added

@@ -25,4 +25,13 @@ class LocalBackend : public Backend {
 // Pids of every process whose session id is sid (read from /proc).
 std::vector<int> session_members(int sid);
 
+// Starts nothing: the node agents are run by someone else and only talk to the workspace (bench/agent_sim
+// for bench/server_load.sh). `air server --backend external`.
+class ExternalBackend : public Backend {
+ public:
+  int total_gpus() const override { return 0; }
+  int start_node(const NodeLaunch&) override { return 0; }
+  bool agent_alive(int) override { return true; }  // liveness is the heartbeat's alone
+};
+
 }  // namespace air::server

@@ -75,11 +75,19 @@ uint64_t LogStore::size(const LogKey& k) {
 }
 
 void LogStore::wake() {
+  std::function<void()> listener;
   {
     std::lock_guard<std::mutex> g(mu_);
     ++generation_;
+    listener = listener_;
   }
   cv_.notify_all();
+  if (listener) listener();
+}
+
+void LogStore::set_listener(std::function<void()> f) {
+  std::lock_guard<std::mutex> g(mu_);
+  listener_ = std::move(f);
 }
 
 LogChunk LogStore::read(const LogKey& k, uint64_t offset, uint64_t max_bytes, std::chrono::milliseconds wait) {

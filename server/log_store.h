@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,8 @@ class LogStore {
   uint64_t tail_offset(const LogKey& k, uint64_t lines);
   // Wakes every waiting reader (a run ended, so "done" may have changed).
   void wake();
+  // Called on every append and wake() (the HTTP server re-polls its deferred log reads); must not block.
+  void set_listener(std::function<void()> f);
 
  private:
   struct Entry {
@@ -62,6 +65,7 @@ class LogStore {
   std::map<LogKey, std::unique_ptr<Entry>> entries_;
   std::condition_variable cv_;
   uint64_t generation_ = 0;
+  std::function<void()> listener_;
 };
 
 }  // namespace air::server

@@ -202,6 +202,27 @@ bool known(const std::string& op) {
 
 bool is_mlflow_path(const std::string& path) { return path.rfind(kPrefix, 0) == 0; }
 
+std::optional<nlohmann::json> mlflow_params(const std::string& target, const std::string& body) {
+  nlohmann::json p = nlohmann::json::object();
+  if (!body.empty()) {
+    p = nlohmann::json::parse(body, nullptr, false);
+    if (p.is_discarded() || !p.is_object()) return std::nullopt;
+  }
+  for (const auto& [k, v] : query_params(target))
+    if (!p.contains(k)) p[k] = v;
+  return p;
+}
+
+std::string mlflow_run_named(const std::string& target, const std::string& body) {
+  auto p = mlflow_params(target, body);
+  if (!p) return {};
+  try {
+    return run_id_of(*p);
+  } catch (const BadRequest&) {
+    return {};
+  }
+}
+
 nlohmann::json metric_to_json(const MlflowMetric& m) {
   nlohmann::json v;
   if (std::isnan(m.value)) v = "NaN";
@@ -228,14 +249,9 @@ ApiReply handle_mlflow_request(MlflowStore& store, const std::string& method, co
   if (method != want) return error_reply(405, "BAD_REQUEST", fmt::format("use {} for {}", want, bare));
   if (!authenticated) return error_reply(401, "UNAUTHENTICATED", "a valid access token is required");
   try {
-    nlohmann::json p = nlohmann::json::object();
-    if (!body.empty()) {
-      p = nlohmann::json::parse(body, nullptr, false);
-      if (p.is_discarded() || !p.is_object()) return error_reply(400, "MALFORMED_REQUEST", "the request body is not a JSON object");
-    }
-    for (const auto& [k, v] : query_params(path))
-      if (!p.contains(k)) p[k] = v;
-    return dispatch(store, op, p);
+    auto p = mlflow_params(path, body);
+    if (!p) return error_reply(400, "MALFORMED_REQUEST", "the request body is not a JSON object");
+    return dispatch(store, op, *p);
   } catch (const BadRequest& e) {
     return error_reply(400, "INVALID_PARAMETER_VALUE", e.message);
   } catch (const MlflowError& e) {

@@ -2,6 +2,7 @@
 // (/api/2.0/mlflow/...), independent of the HTTP library like the secrets handler. Errors use MLflow's
 // shape {"error_code", "message"}.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "server/mlflow_store.h"
@@ -10,6 +11,13 @@
 namespace air::server {
 
 bool is_mlflow_path(const std::string& path);
+
+// The parameters of a request: its JSON body, with query parameters filling what the body lacks.
+// nullopt when the body is not a JSON object.
+std::optional<nlohmann::json> mlflow_params(const std::string& target, const std::string& body);
+// The one place that decides which MLflow run a request names (run_id, else run_uuid), used both for the
+// ownership check and by the handler itself; "" when none.
+std::string mlflow_run_named(const std::string& target, const std::string& body);
 
 // `authenticated`: the server accepted the bearer token (the workspace token, or a node token: the
 // MLFLOW_TRACKING_TOKEN a run's nodes get). Any authenticated caller may use the whole subset.

@@ -79,22 +79,6 @@ void WorkspaceServices::add_metrics(api::RunInfo& run, bool values) {
   }
 }
 
-namespace {
-
-// The run_id (or run_uuid) an MLflow request names, from its query string or JSON body; "" when none.
-std::string mlflow_run_named(const std::string& target, const std::string& body) {
-  auto q = query_params(target);
-  for (const char* k : {"run_id", "run_uuid"})
-    if (auto it = q.find(k); it != q.end() && !it->second.empty()) return it->second;
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_object())
-    for (const char* k : {"run_id", "run_uuid"})
-      if (auto it = j.find(k); it != j.end() && it->is_string()) return it->get<std::string>();
-  return {};
-}
-
-}  // namespace
-
 ApiReply handle_services_request(WorkspaceServices& services, const std::optional<Principal>& caller,
                                  const std::vector<SecretRef>& run_refs, const std::string& method,
                                  const std::string& target, const std::string& body) {

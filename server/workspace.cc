@@ -425,6 +425,8 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
   s.snapshot_digest = r.info.snapshot_digest;
   s.gpu = t.value("gpu", false);
   s.max_log_bytes = 64ull << 30;
+  s.max_unpack_bytes = opts_.max_unpack_bytes;
+  s.max_unpack_entries = opts_.max_unpack_entries;
   for (const auto& x : t.value("secrets", json::array()))
     s.secrets.push_back({x.value("name", ""), x.value("scope", ""), x.value("key", "")});
   s.dependencies = t.value("dependencies", std::vector<std::string>{});

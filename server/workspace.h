@@ -37,6 +37,8 @@ struct WorkspaceOptions {
   std::string home;      // state folder: workspace.db, blobs/, runs/
   std::string bin_dir;   // given to agents (--bin-dir)
   uint64_t max_snapshot_bytes = 4ull << 30;
+  uint64_t max_unpack_bytes = 8ull << 30;   // what one node may unpack a snapshot to (disk blocks)
+  uint64_t max_unpack_entries = 1000000;
   int heartbeat_timeout_ms = 15000;  // an agent silent this long is lost
   int stop_grace_ms = 10000;         // after "stop", agents still alive this long are killed
   int tick_ms = 100;
@@ -86,6 +88,8 @@ class Workspace {
                    std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
 
   BlobStore& blobs() { return blobs_; }
+  // Told of every log append and run-state change (see LogStore::set_listener).
+  void set_log_listener(std::function<void()> f) { logs_.set_listener(std::move(f)); }
   // Secrets and MLflow (server/services.h).
   WorkspaceServices& services() { return *services_; }
   const WorkspaceOptions& options() const { return opts_; }

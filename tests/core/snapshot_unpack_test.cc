@@ -128,11 +128,13 @@ TEST_CASE("unpack: devices, fifos and sockets are refused", "[snapshot][unpack]"
 
 TEST_CASE("unpack: size and entry-count bombs are refused", "[snapshot][unpack]") {
   air::UnpackLimits small;
-  small.max_total_bytes = 1000;
+  small.max_total_bytes = 10000;
   small.max_entries = 3;
-  CHECK(refused({file("a", std::string(600, 'a')), file("b", std::string(600, 'b'))}, small) ==
-        kPrefix + "'b' makes the archive expand beyond 1000 bytes");
-  CHECK(refused({file("a"), file("b"), file("c"), file("d")}, small) == kPrefix + "'d' exceeds the limit of 3 entries");
+  CHECK(refused({file("a", std::string(6000, 'a')), file("b", std::string(6000, 'b'))}, small) ==
+        kPrefix + "'b' makes the archive expand beyond 10000 bytes");
+  air::UnpackLimits few;
+  few.max_entries = 3;
+  CHECK(refused({file("a"), file("b"), file("c"), file("d")}, few) == kPrefix + "'d' exceeds the limit of 3 entries");
 
   // A highly compressible bomb: 64 MiB of zeros in a small zstd archive, against a 1 MiB limit.
   TempDir dir;
@@ -143,6 +145,48 @@ TEST_CASE("unpack: size and entry-count bombs are refused", "[snapshot][unpack]"
   CHECK(error_of([&] { air::unpack_snapshot(dir / "bomb.tar.zst", dir / "code", mib); }) ==
         kPrefix + "'zeros' makes the archive expand beyond 1048576 bytes");
   CHECK_FALSE(std::filesystem::exists(dir / "code"));
+}
+
+// Issue 22, finding 7: limits counted in disk blocks, bounded by the archive's size and by the free disk.
+TEST_CASE("unpack: tiny files count as the blocks they take; the free disk bounds it", "[snapshot][unpack]") {
+  air::UnpackLimits lim;
+  lim.max_total_bytes = 40000;  // 9 one-byte files + the folder: 10 blocks = 40960 bytes of disk
+  std::vector<Crafted> tiny = {node("d", AE_IFDIR)};
+  for (int i = 0; i < 9; ++i) tiny.push_back(file("d/f" + std::to_string(i), "x"));
+  CHECK(refused(tiny, lim) == kPrefix + "'d/f8' makes the archive expand beyond 40000 bytes");
+
+  // A disk that must keep more free than it has refuses everything, and says so.
+  air::UnpackLimits full;
+  full.keep_free_bytes = UINT64_MAX / 2;
+  CHECK(refused({file("a", "x")}, full).rfind("not enough disk space to unpack the snapshot: entry 'a'", 0) == 0);
+}
+
+TEST_CASE("unpack: an archive may not expand past 200 times its own size", "[snapshot][unpack]") {
+  // 32 MiB of zeros from an archive of a few KiB: past 200 times its size (with a 1 MiB floor).
+  TempDir dir;
+  std::vector<Crafted> zeros;
+  zeros.push_back(file("zeros", std::string(32 << 20, '\0')));
+  craft(dir / "z.tar.zst", zeros, true);
+  air::UnpackLimits ratio;
+  ratio.ratio_floor_bytes = 1 << 20;
+  uint64_t budget = std::max<uint64_t>(1 << 20, std::filesystem::file_size(dir / "z.tar.zst") * 200);
+  CHECK(error_of([&] { air::unpack_snapshot(dir / "z.tar.zst", dir / "code", ratio); }) ==
+        kPrefix + "'zeros' makes the archive expand beyond " + std::to_string(budget) + " bytes");
+  CHECK_FALSE(std::filesystem::exists(dir / "code"));
+}
+
+// Issue 22, finding 6: a symlink whose path is exactly 4096 bytes was unpacked unchecked (the kernel's
+// lookup failed with ENAMETOOLONG and was ignored).
+TEST_CASE("unpack: a link the kernel cannot resolve is refused", "[snapshot][unpack]") {
+  std::string dirs;
+  while (dirs.size() < 4000) dirs += std::string(200, 'd') + "/";
+  std::string name = dirs + std::string(4096 - dirs.size(), 'l');
+  REQUIRE(name.size() == 4096);
+  std::string err = refused({sym(name, "x")});
+  CHECK(err.find("has a path longer than the kernel resolves (4095 bytes)") != std::string::npos);
+  // A link loop is resolved by nobody: refused too.
+  CHECK(refused({sym("a", "b"), sym("b", "a")}) ==
+        kPrefix + "'a' is a symlink the kernel cannot resolve (Too many levels of symbolic links)");
 }
 
 TEST_CASE("unpack: hard links to earlier files, folders and './' entries are fine", "[snapshot][unpack]") {

@@ -199,6 +199,26 @@ TEST_CASE("SIGTERM to the agent stops the command first", "[agent]") {
   CHECK(last["message"] == "node agent interrupted by TERM");
 }
 
+// Issue 22, finding 8: an agent whose workspace was gone ignored SIGTERM for more than 5 s (it tried to
+// drain its log and report for 10 + 10 s). Now it exits within 5 s, its final status spooled on disk.
+TEST_CASE("SIGTERM with the workspace gone: the agent exits within 5 s, final status spooled", "[agent]") {
+  Fixture f("echo ready; sleep 300");
+  f.options.handle_signals = true;
+  auto rc = f.start();
+  REQUIRE(f.wait_for_log(" o ready"));
+  f.ws.down();
+  std::this_thread::sleep_for(200ms);
+  auto t0 = std::chrono::steady_clock::now();
+  kill(getpid(), SIGTERM);
+  REQUIRE(rc.wait_for(10s) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  CHECK(rc.get() == 130);
+  auto final = nlohmann::json::parse(read_file(fs::path(f.options.workdir) / "final_status.json"));
+  CHECK(final["state"] == "FAILED");
+  CHECK(final["message"].get<std::string>().rfind("node agent interrupted by TERM", 0) == 0);
+  f.ws.up();
+}
+
 TEST_CASE("logs survive a workspace that goes down mid-run and fails uploads", "[agent]") {
   Fixture f("seq 1 20000 | sed 's/^/line /'; echo half >&2; sleep 1.5; seq 20001 40000 | sed 's/^/line /'");
   {

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -170,4 +172,20 @@ TEST_CASE("the guardian stops the group when the agent dies by SIGKILL", "[proce
   REQUIRE(WIFSIGNALED(st));
   CHECK(process_group_members(pgid).size() >= 3);  // the command outlived the agent (grace) ...
   CHECK(wait_until_gone(pgid, 5s));                 // ... and the guardian ended it
+}
+
+// Issue 22, finding 8: a node's command inherited one of its agent's sockets to the workspace (libcurl's
+// sockets are not close-on-exec). The command now starts with stdin, stdout and stderr only.
+TEST_CASE("process: the command inherits no descriptor of the agent but 0, 1 and 2") {
+  int leaky_file = ::open("/dev/null", O_RDONLY);                // no O_CLOEXEC, as a library might
+  int leaky_socket = ::socket(AF_INET, SOCK_STREAM, 0);          // likewise
+  REQUIRE(leaky_file >= 3);
+  REQUIRE(leaky_socket >= 3);
+  std::string fds = std::to_string(leaky_file) + " " + std::to_string(leaky_socket);
+  ChildProcess c(bash("for f in 0 1 2 " + fds + "; do [ -e /proc/$$/fd/$f ] && echo -n \"$f \"; done; echo"));
+  auto [out, err] = read_all(c);
+  CHECK(wait_exit(c) == 0);
+  CHECK(out == "0 1 2 \n");
+  ::close(leaky_file);
+  ::close(leaky_socket);
 }

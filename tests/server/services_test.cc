@@ -146,3 +146,25 @@ TEST_CASE("services: a value put through the API is not in the database files or
   }
   CHECK(files >= 1);
 }
+
+// Issue 22, finding 5: the check read the query's run_id while the handler used the body's, and a body with
+// run_id "" and run_uuid set skipped the check. One function now names the run for both.
+TEST_CASE("services: a node token cannot reach another run's MLflow run through the query or run_uuid") {
+  Fixture f;
+  std::string mine = f.submit(""), theirs = f.submit("");
+  std::string my_mlflow = f.ws->get(mine).attempts[0].mlflow_run_id;
+  std::string their_mlflow = f.ws->get(theirs).attempts[0].mlflow_run_id;
+  Principal node{false, mine, 1};
+  nlohmann::json metric = {{"key", "loss"}, {"value", 9.0}, {"timestamp", 1}, {"step", 0}};
+  nlohmann::json body = {{"run_id", their_mlflow}, {"metrics", {metric}}};
+  auto via_query = f.call(node, "POST", "/api/2.0/mlflow/runs/log-batch?run_id=" + my_mlflow, body.dump());
+  CHECK(via_query.status == 403);
+  nlohmann::json uuid = {{"run_id", ""}, {"run_uuid", their_mlflow}, {"metrics", {metric}}};
+  CHECK(f.call(node, "POST", "/api/2.0/mlflow/runs/log-batch", uuid.dump()).status == 403);
+  CHECK(f.ws->get(theirs).attempts[0].metrics.empty());
+  CHECK(air::server::mlflow_run_named("/api/2.0/mlflow/runs/get?run_id=a", R"({"run_id": "b"})") == "b");
+  CHECK(air::server::mlflow_run_named("/x?run_uuid=c", R"({"run_id": ""})") == "c");
+  // Its own run still works, named either way.
+  nlohmann::json own = {{"run_id", ""}, {"run_uuid", my_mlflow}, {"metrics", {metric}}};
+  CHECK(f.call(node, "POST", "/api/2.0/mlflow/runs/log-batch", own.dump()).status == 200);
+}
