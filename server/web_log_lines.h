@@ -23,7 +23,7 @@ enum class LineMatch { kText, kError, kFatal };
 
 // true when `line` names an error (error, exception, traceback, killed, timed out, ...), or for kFatal one
 // of the failures that end a training job (CUDA/host out of memory, NCCL timeouts, segfaults, OOM kills).
-// The page's log view marks lines with the same lists (web/patterns.js); a test keeps them in step.
+// The page's log view marks lines with the same lists (web/patterns.js); tests/server/web_test.cc keeps them in step.
 bool line_matches(std::string_view line, LineMatch kind, std::string_view needle_lower = {});
 
 class LogLineIndex {

@@ -53,7 +53,7 @@ function initTheme() {
       : matchMedia('(prefers-color-scheme: dark)').matches;
     document.documentElement.dataset.theme = dark ? 'light' : 'dark';
     localStorage.setItem('air.theme', document.documentElement.dataset.theme);
-    window.dispatchEvent(new Event('resize'));
+    window.dispatchEvent(new Event('air:theme'));
   });
 }
 

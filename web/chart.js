@@ -10,6 +10,11 @@ const visible = new IntersectionObserver((entries) => {
     if (e.isIntersecting && e.target.chart.dirty) e.target.chart.draw();
   }
 });
+// Colours come from the CSS variables of the theme in force: a theme change redraws every chart.
+const charts = new Set();
+const redrawAll = () => { for (const c of charts) if (c.root.isConnected) c.draw(); else charts.delete(c); };
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', redrawAll);
+window.addEventListener('air:theme', redrawAll);
 
 // TensorBoard's debiased exponential moving average; nulls (NaN, infinities) are skipped.
 export function smooth(points, w) {
@@ -46,6 +51,7 @@ export class Chart {
     this.root = el('div', { class: 'chart', dataset: { key } },
       el('div', { class: 'charthead' }, el('span', { class: 'charttitle', text: key }), this.readout), this.canvas);
     this.root.chart = this;
+    charts.add(this);
     visible.observe(this.root);
     new ResizeObserver(() => this.draw()).observe(this.canvas);
     this.bindMouse();

@@ -112,7 +112,7 @@ class RunPage {
       dataset: { node: n.rank }, onclick: () => this.showTab(n.rank),
     },
     el('td', { text: n.rank }), el('td', {}, stateBadge(n.state)), el('td', { class: 'num', text: n.exit_code ?? '—' }),
-    el('td', { text: n.host || (n.pid ? 'local' : '—') }), el('td', { text: n.pid ?? '—' }), el('td', { text: n.gpus || '—' }),
+    el('td', { text: n.host || '—' }), el('td', { text: n.pid ?? '—' }), el('td', { text: n.gpus || '—' }),
     el('td', { class: 'num', text: this.logs.get(n.rank)?.total.toLocaleString('en-US') ?? '—' }),
     el('td', { text: n.message || '' }))));
   }
