@@ -21,7 +21,8 @@ async function request(path, opts = {}) {
     try {
       msg = (await res.json()).error.message || msg;
     } catch { /* not JSON */ }
-    if (res.status === 401) window.dispatchEvent(new Event('air:unauthenticated'));
+    // A refused token while signed in signs the page out (not while trying a token at sign-in).
+    if (res.status === 401 && opts.token === undefined) window.dispatchEvent(new Event('air:unauthenticated'));
     throw new ApiError(res.status, msg);
   }
   return res;

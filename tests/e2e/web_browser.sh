@@ -5,20 +5,7 @@
 # 1,000,000-line log (opens and reaches its end in < 2 s), a 200,000-point metric (opens like a 100-point
 # one), and no secret value in the DOM, storage or network traffic. Screenshots land in build/web-test/.
 source "$(dirname "$0")/lib/common.bash"
-
-CHROMIUM=${AIR_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
-[ -n "$CHROMIUM" ] || { echo "skip: no chromium (apt-get install chromium)"; exit 125; }
-command -v node >/dev/null && command -v npm >/dev/null || { echo "skip: no node/npm"; exit 125; }
-
-# playwright-core from the npm registry, cached under the build folder (no browser download: it drives
-# Debian's chromium).
-OUT_DIR="$(cd "$AIR_BIN_DIR/.." && pwd)/web-test"
-NPM_DIR="$(cd "$AIR_BIN_DIR/.." && pwd)/web-test-npm"
-mkdir -p "$OUT_DIR" "$NPM_DIR"
-if [ ! -f "$NPM_DIR/node_modules/playwright-core/package.json" ]; then
-  (cd "$NPM_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --silent playwright-core@1.65.1) \
-    > "$E2E_TMP/npm.log" 2>&1 || { cat "$E2E_TMP/npm.log"; echo "skip: npm could not install playwright-core"; exit 125; }
-fi
+source "$(dirname "$0")/web/setup.bash"
 
 VALUE="hf_web_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 "$AIR" secrets create-scope web_scope > /dev/null

@@ -1,40 +1,13 @@
 // Drives the run page in headless chromium (playwright-core, Debian's /usr/bin/chromium) for
 // tests/e2e/web_browser.sh. Prints a table of figures and exits non-zero on the first failed check.
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { api, apiPoints, chartPoints as points, check, env, logTotal, sleep, TOKEN, until, URL, withBrowser } from './browser_lib.mjs';
 
-const require = createRequire(path.join(process.env.NODE_PATH, 'x.js'));
-const { chromium } = require('playwright-core');
-const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
-const URL = env('AIR_WEB_URL'), TOKEN = env('AIR_WEB_TOKEN'), SECRET = env('AIR_WEB_SECRET');
+const SECRET = env('AIR_WEB_SECRET');
 const LIVE = env('AIR_WEB_LIVE'), FAILED = env('AIR_WEB_FAILED'), BIG = env('AIR_WEB_BIG'), OUT = env('AIR_WEB_OUT');
 const figures = [];
-const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok: ${what}`); };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const api = async (p) => (await fetch(URL + p, { headers: { Authorization: `Bearer ${TOKEN}` } })).json();
-async function until(fn, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'air-chromium-'));
-const ctx = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.AIR_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1280, height: 900 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
 const traffic = [];  // every request's URL and headers and every response body the page saw
-try {
-  const page = ctx.pages()[0] || await ctx.newPage();
+await withBrowser(async (page) => {
   page.on('request', (r) => traffic.push(`${r.method()} ${r.url()} ${JSON.stringify(r.headers())}`));
   page.on('response', async (r) => { try { traffic.push(await r.text()); } catch { /* streamed or aborted */ } });
   const errors = [];
@@ -75,11 +48,11 @@ try {
       }
     }).observe(document.querySelector('.logbox'), { subtree: true, childList: true, characterData: true });
   });
-  const total = () => page.locator('.logbox .logview').getAttribute('data-total').then(Number);
+  const total = () => logTotal(page);
   const t1 = await until(async () => { const t = await total(); return t > 5 && t; }, 15000, "node 0's log");
   await until(async () => (await total()) > t1 + 10, 5000, "node 0's log to grow");
   check(true, "node 0's log appears and grows");
-  const chartPoints = () => page.locator('.chart[data-key=loss]').getAttribute('data-points').then(Number).catch(() => 0);
+  const chartPoints = () => points(page);
   const p1 = await until(chartPoints, 10000, 'the loss chart');
   await until(async () => (await chartPoints()) > p1, 10000, 'the loss chart to update live');
   check(true, 'the loss chart updates while the run trains');
@@ -103,14 +76,7 @@ try {
   await until(async () => (await api(`/api/air/v1/runs/${LIVE}`)).state === 'SUCCEEDED', 30000, 'the live run to succeed');
 
   // ---- the loss chart has as many points as the metrics API returns
-  const run = await api(`/api/air/v1/runs/${LIVE}`);
-  const mlflow = run.attempts.at(-1).mlflow_run_id;
-  let want = 0, token = '';
-  do {
-    const h = await api(`/api/2.0/mlflow/metrics/get-history?run_id=${mlflow}&metric_key=loss${token ? `&page_token=${token}` : ''}`);
-    want += (h.metrics || []).length;
-    token = h.next_page_token || '';
-  } while (token);
+  const want = await apiPoints(LIVE, 'loss');
   await page.reload();
   await until(async () => (await chartPoints()) === want, 10000, `the loss chart to show ${want} points`);
   check(want === 100, `the loss chart has the ${want} points the metrics API returns`);
@@ -172,10 +138,7 @@ try {
   check(traffic.some((t) => t.includes('[REDACTED]')), 'the redacted line did reach the page');
   check(!traffic.some((t) => t.startsWith('GET') && t.split(' ')[1].includes(TOKEN)), 'the token never appears in a URL');
   check(errors.length === 0, `no page errors (${errors.join('; ')})`);
-} finally {
-  await ctx.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-}
+});
 console.log('\n| figure | value |\n|---|---|');
 for (const [k, v] of figures) console.log(`| ${k} | ${v} |`);
 fs.writeFileSync(`${OUT}/figures.md`, figures.map(([k, v]) => `| ${k} | ${v} |`).join('\n') + '\n');
