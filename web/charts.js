@@ -36,7 +36,16 @@ export class ChartsPanel {
 
   // keys: the attempt's metric names; live: the run still trains.
   async update(keys, live) {
-    if (!this.run) return;
+    if (!this.run || this.busy) return;  // the previous update is still out: skip this second
+    this.busy = true;
+    try {
+      await this.updateNow(keys, live);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async updateNow(keys, live) {
     this.empty.hidden = keys.length > 0;
     const jobs = [];
     for (const key of [...keys].sort(order)) {
@@ -49,7 +58,7 @@ export class ChartsPanel {
         const all = [...this.charts.keys()].sort(order);
         this.grid.insertBefore(c.chart.root, this.grid.children[all.indexOf(key)] || null);
         jobs.push(this.load(c), this.loadOverlay(c));
-      } else if (live && !this.busy) {
+      } else if (live) {
         jobs.push(this.refresh(c));
       }
     }
