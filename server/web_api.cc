@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <list>
+#include <mutex>
 
 #include "core/api.h"
 #include "server/services.h"
@@ -146,17 +148,13 @@ class WebApi {
     if (run.empty() || key.empty()) throw HttpError(400, "INVALID_ARGUMENT", "give run_id and key");
     size_t points = static_cast<size_t>(std::clamp<uint64_t>(param_u64(req, "points", 1000), 2, 20000));
     auto lo = param_double(req, "min_step"), hi = param_double(req, "max_step");
-    std::vector<MlflowMetric> rows;
-    try {
-      rows = ws_.services().mlflow().metric_history(run, key);
-    } catch (const MlflowError& e) {
-      throw HttpError(404, "NOT_FOUND", e.what());
-    }
-    std::vector<SeriesPoint> in;
-    in.reserve(rows.size());
-    for (const auto& m : rows)
-      if ((!lo || static_cast<double>(m.step) >= *lo) && (!hi || static_cast<double>(m.step) <= *hi))
-        in.push_back({m.step, m.value, m.timestamp});
+    std::shared_ptr<const std::vector<SeriesPoint>> all = series(run, key);
+    const std::vector<SeriesPoint>& rows = *all;
+    std::vector<SeriesPoint> ranged;
+    if (lo || hi)
+      for (const auto& m : rows)
+        if ((!lo || static_cast<double>(m.step) >= *lo) && (!hi || static_cast<double>(m.step) <= *hi)) ranged.push_back(m);
+    const std::vector<SeriesPoint>& in = lo || hi ? ranged : rows;
     json pts = json::array();
     bool sampled = false;
     uint64_t after = param_u64(req, "after", 0);
@@ -169,6 +167,46 @@ class WebApi {
     }
     res.set_content(json{{"key", key}, {"total_rows", rows.size()}, {"rows_in_range", in.size()},
                          {"sampled", sampled}, {"points", pts}}.dump(), "application/json");
+  }
+
+  // One metric's rows, ordered by step then time. Kept between requests (the 32 most recently used series):
+  // a request reads only the rows after the cached ones, re-reading the last cached row to check that
+  // nothing was inserted before it (then it reads the series again). So a 200,000-point series is read from
+  // SQLite once, not on every zoom or refresh.
+  std::shared_ptr<const std::vector<SeriesPoint>> series(const std::string& run, const std::string& key) {
+    std::lock_guard<std::mutex> g(series_mu_);
+    auto it = std::find_if(series_.begin(), series_.end(), [&](const auto& e) { return e.run == run && e.key == key; });
+    if (it == series_.end()) {
+      series_.push_front({run, key, std::make_shared<std::vector<SeriesPoint>>()});
+      if (series_.size() > 32) series_.pop_back();
+    } else {
+      series_.splice(series_.begin(), series_, it);
+    }
+    auto& cached = series_.front().rows;
+    try {
+      auto& store = ws_.services().mlflow();
+      auto fresh = store.metric_history(run, key, cached->empty() ? 0 : cached->size() - 1);
+      auto grown = std::make_shared<std::vector<SeriesPoint>>();
+      if (!cached->empty()) {
+        const SeriesPoint& last = cached->back();
+        bool same = !fresh.empty() && fresh[0].step == last.step && fresh[0].timestamp == last.timestamp &&
+                    (fresh[0].value == last.value || (std::isnan(fresh[0].value) && std::isnan(last.value)));
+        if (same && fresh.size() == 1) return cached;  // nothing new
+        if (same) {
+          *grown = *cached;
+          fresh.erase(fresh.begin());
+        } else {
+          fresh = store.metric_history(run, key);
+        }
+      }
+      grown->reserve(grown->size() + fresh.size());
+      for (const auto& m : fresh) grown->push_back({m.step, m.value, m.timestamp});
+      cached = grown;
+      return grown;
+    } catch (const MlflowError& e) {
+      series_.pop_front();
+      throw HttpError(404, "NOT_FOUND", e.what());
+    }
   }
 
   // The runs list (newest first) with the latest value of each run's loss, for the runs table.
@@ -195,6 +233,12 @@ class WebApi {
   httplib::Server& srv_;
   Workspace& ws_;
   LogLineIndex index_;
+  struct CachedSeries {
+    std::string run, key;
+    std::shared_ptr<const std::vector<SeriesPoint>> rows;
+  };
+  std::mutex series_mu_;
+  std::list<CachedSeries> series_;  // most recently used first
 };
 
 }  // namespace

@@ -139,17 +139,18 @@ export class LogView {
     const target = Math.max(0, i - Math.floor(this.rows() * where));
     const maxScroll = Math.max(0, this.virtualHeight() - this.vp.clientHeight);
     const top = Math.min(maxScroll, this.scaled() ? (target / Math.max(1, this.total - this.rows())) * maxScroll : target * LH);
-    this.programmatic = Math.abs(this.vp.scrollTop - top) >= 1;
     this.vp.scrollTop = top;
+    this.autoTop = this.vp.scrollTop;
     this.schedule();
   }
 
   atEnd() { return this.vp.scrollTop >= this.vp.scrollHeight - this.vp.clientHeight - LH; }
 
   onScroll() {
-    if (this.programmatic) this.programmatic = false;
-    else if (this.following && !this.atEnd()) this.setFollow(false);
-    else if (!this.following && this.atEnd() && this.current < 0) this.setFollow(true);
+    // A scroll to where the view itself last put it is ours; anything else is the user's.
+    const user = !(Math.abs(this.vp.scrollTop - this.autoTop) < 1);
+    if (user && this.following && !this.atEnd()) this.setFollow(false);
+    else if (user && !this.following && this.atEnd() && this.current < 0) this.setFollow(true);
     this.schedule();
   }
 
@@ -168,8 +169,8 @@ export class LogView {
       this.frame = 0;
       if (this.wantEnd && this.following) {
         this.spacer.style.height = `${this.virtualHeight()}px`;
-        this.programmatic = this.vp.scrollTop !== this.vp.scrollHeight - this.vp.clientHeight;
         this.vp.scrollTop = this.vp.scrollHeight;
+        this.autoTop = this.vp.scrollTop;
       }
       this.wantEnd = false;
       this.render();

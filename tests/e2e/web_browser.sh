@@ -43,21 +43,24 @@ command: |
   echo "node 0 waits"; sleep 60
 max_retries: 0
 YAML
-cat > "$proj/big.yaml" <<'YAML'
+# big: prints nothing and waits; the test gives it a 1,000,000-line log and a 200,000-point loss through the
+# workspace's own append and MLflow routes (web/fill_big_run.py), then lets it end.
+BIGSTOP="$E2E_TMP/bigstop"
+cat > "$proj/big.yaml" <<YAML
 experiment_name: web-e2e-big
 compute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}
-code_source: {type: snapshot, snapshot: {root_path: .}}
-command: |
-  python3 log_metrics.py bulk 200000 0 &
-  seq 1 1000000 | sed 's/.*/big log line & of 1000000/'
-  wait
+command: for i in \$(seq 1 1200); do [ -f $BIGSTOP ] && exit 0; sleep 0.1; done; exit 1
 max_retries: 0
 YAML
 
 big=$(submit "$proj/big.yaml")
 failed=$(submit "$proj/fail.yaml")
+wait_state "$big" RUNNING 60
+python3 "$(dirname "$0")/web/fill_big_run.py" "$AIR_HOME/server.json" "$big" 1000000 200000
+touch "$BIGSTOP"
+wait_state "$big" SUCCEEDED 60
+echo "1,000,000-line run filled after ${SECONDS}s"
 wait_state "$failed" FAILED 60
-wait_state "$big" SUCCEEDED 120
 live=$(submit "$proj/live.yaml")
 
 URL=$(json_get "$AIR_HOME/server.json" 'd["url"]')
@@ -69,4 +72,5 @@ AIR_WEB_URL="$URL" AIR_WEB_TOKEN="$("$AIR" ui --token | tail -n 1)" AIR_WEB_SECR
 AIR_WEB_LIVE="$live" AIR_WEB_FAILED="$failed" AIR_WEB_BIG="$big" AIR_WEB_OUT="$OUT_DIR" AIR_WEB_GO="$GO" AIR_WEB_STOP="$STOP" AIR_CHROMIUM="$CHROMIUM" \
 NODE_PATH="$NPM_DIR/node_modules" node "$(dirname "$0")/web/browser_test.mjs" || fail "the browser checks failed"
 wait_state "$live" SUCCEEDED 60
+echo "browser checks done after ${SECONDS}s"
 echo "ok: web page checks passed; screenshots in $OUT_DIR"

@@ -1,6 +1,5 @@
-# Logs metrics to the workspace's MLflow API as a training script would (stdlib only).
-#   live N DELAY: loss and lr for N steps, one log-batch per step, DELAY seconds apart
-#   bulk N 0:     N points of loss, in batches of 1000 (MLflow's limit), as fast as the API takes them
+# Logs metrics to the workspace's MLflow API as a training script would (stdlib only): loss and lr for N
+# steps, one log-batch per step, DELAY seconds apart. Usage: log_metrics.py live N DELAY
 import json, math, os, sys, time, urllib.request
 
 uri, run, tok = os.environ["MLFLOW_TRACKING_URI"], os.environ["MLFLOW_RUN_ID"], os.environ["MLFLOW_TRACKING_TOKEN"]
@@ -22,7 +21,3 @@ if mode == "live":
               {"key": "lr", "value": 1e-3 * min(1.0, (s + 1) / 10), "timestamp": now + s, "step": s}])
         time.sleep(delay)
     print("metrics-logged", flush=True)
-else:  # prints nothing: the big log must end with its own last line
-    for b in range(0, n, 1000):
-        post([{"key": "loss", "value": 5.0 * math.exp(-s / 50000.0) + 0.2 * math.sin(s / 7.0), "timestamp": now + s,
-               "step": s} for s in range(b, min(n, b + 1000))])
