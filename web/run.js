@@ -36,7 +36,7 @@ class RunPage {
       el('p', {}, el('a', { href: '#/runs', text: '← Runs' })),
       this.head, this.attempts, this.failure,
       el('section', {}, el('h2', { text: 'Nodes' }),
-        el('table', { class: 'nodes' }, el('thead', {}, el('tr', {}, ['Node', 'State', 'Exit code', 'Host', 'PID', 'GPUs', 'Log lines', 'Message']
+        el('table', { class: 'nodes' }, el('thead', {}, el('tr', {}, ['Node', 'State', 'Exit code', 'Host', 'PID', 'GPUs', 'Log', 'Message']
           .map((h) => el('th', { text: h })))), this.nodes)),
       el('section', {}, el('div', { class: 'toolbar' }, el('h2', { text: 'Metrics' }),
         el('label', {}, 'Smoothing ', smoothing, ' ', smoothVal), el('label', {}, 'Overlay ', this.overlay),
@@ -113,7 +113,7 @@ class RunPage {
     },
     el('td', { text: n.rank }), el('td', {}, stateBadge(n.state)), el('td', { class: 'num', text: n.exit_code ?? '—' }),
     el('td', { text: n.host || '—' }), el('td', { text: n.pid ?? '—' }), el('td', { text: n.gpus || '—' }),
-    el('td', { class: 'num', text: this.logs.get(n.rank)?.total.toLocaleString('en-US') ?? '—' }),
+    el('td', { class: 'num', text: fmtBytes(n.log_bytes) }),
     el('td', { text: n.message || '' }))));
   }
 
@@ -161,6 +161,14 @@ class RunPage {
     const a = [...other.attempts].reverse().find((x) => x.mlflow_run_id);
     await this.charts.setOverlay(a ? a.mlflow_run_id : null);
   }
+}
+
+function fmtBytes(n) {
+  if (!n) return '—';
+  const units = ['B', 'KB', 'MB', 'GB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
 }
 
 function fact(k, v) {
