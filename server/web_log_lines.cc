@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/api.h"
 #include "core/error.h"
 
 namespace air::server {
@@ -34,6 +33,23 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The text of a stored line "<unix_ms> <o|e> <text>" (the whole line when it has another shape), without
+// copying it.
+std::string_view text_of(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+  if (i == 0 || i + 2 >= line.size() || line[i] != ' ' || (line[i + 1] != 'o' && line[i + 1] != 'e') || line[i + 2] != ' ')
+    return line;
+  return line.substr(i + 3);
+}
+
+// Case-insensitive (ASCII) search for an already lower-case needle, without allocating: the search of a
+// 1,000,000-line log is one pass over it.
+bool contains_lower(std::string_view hay, std::string_view needle_lower) {
+  auto lower_eq = [](char a, char b) { return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b; };
+  return std::search(hay.begin(), hay.end(), needle_lower.begin(), needle_lower.end(), lower_eq) != hay.end();
+}
 
 }  // namespace
 
@@ -134,7 +150,9 @@ int64_t LogLineIndex::find(const std::string& path, uint64_t size, uint64_t from
     if (r.lines.empty()) break;
     for (size_t k = 0; k < r.lines.size(); ++k) {
       size_t j = forward ? k : r.lines.size() - 1 - k;
-      if (line_matches(api::parse_log_line(r.lines[j]).text, kind, n)) return static_cast<int64_t>(lo + j);
+      std::string_view text = text_of(r.lines[j]);
+      bool hit = kind == LineMatch::kText ? contains_lower(text, n) : line_matches(text, kind, n);
+      if (hit) return static_cast<int64_t>(lo + j);
     }
     i = forward ? static_cast<int64_t>(lo + r.lines.size()) : static_cast<int64_t>(lo) - 1;
   }
