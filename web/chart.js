@@ -63,6 +63,7 @@ export class Chart {
     this.main = main;
     this.overlay = overlay;
     this.root.dataset.points = main.length;
+    this.root.dataset.overlayPoints = overlay ? overlay.length : 0;
     this.draw();
   }
 

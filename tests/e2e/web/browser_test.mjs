@@ -86,6 +86,17 @@ await withBrowser(async (page) => {
   const box = await page.locator('.chart[data-key=loss] canvas').boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   check(/^step \d+: /.test(await page.locator('.chart[data-key=loss] .readout').textContent()), 'hovering shows the step and value');
+  // Zoom (drag) re-samples the step range; double-click returns.
+  const loss = page.locator('.chart[data-key=loss]');
+  await page.mouse.move(box.x + box.width * 0.3, box.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + 60, { steps: 4 });
+  await page.mouse.up();
+  await until(async () => (await chartPoints()) < want, 5000, 'the zoomed chart');
+  check(true, `zooming re-samples the range (${await chartPoints()} of ${want} points)`);
+  await loss.locator('canvas').dblclick();
+  await until(async () => (await chartPoints()) === want, 5000, 'the zoom to reset');
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await page.locator('section').nth(1).scrollIntoViewIfNeeded();
   await page.screenshot({ path: `${OUT}/run-light.png` });
   await page.emulateMedia({ colorScheme: 'dark' });
@@ -100,6 +111,11 @@ await withBrowser(async (page) => {
   check((await page.locator('.failure').textContent()).includes('Node 1 failed first (exit code 3)'), 'the failure names node 1 and exit code 3');
   check((await page.locator('.failure .fatal').textContent()).includes('CUDA out of memory'), 'the OOM line is marked fatal');
   await until(() => page.locator('.logbox .logrow.fatal').count(), 5000, "the OOM line marked in node 1's log");
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('.logbox .logbar button:has-text("Download")')]);
+  check(fs.readFileSync(await download.path(), 'utf8').includes('CUDA out of memory'), `Download saves node 1's whole log (${download.suggestedFilename()})`);
+  await page.click('.logbox .logbar button:has-text("First error")');
+  await until(() => page.locator('.logbox .logrow.current.fatal').count(), 5000, 'first error');
+  check(true, 'First error jumps to the OOM line');
   await page.click('.tabs .tab[data-node="0"]');
   await until(async () => (await total()) >= 1, 5000, "node 0's log");
   await page.screenshot({ path: `${OUT}/run-failed.png` });
@@ -131,6 +147,11 @@ await withBrowser(async (page) => {
   await page.goto(`${URL}/#/runs/${LIVE}`);
   await until(chartPoints, 10000, 'the 100-point chart');
   figures.push(['chart open, 200,000 points (from navigation)', `${tBig} ms`], ['chart open, 100 points', `${Date.now() - t3} ms`]);
+  // Another run's curve overlays the chart (here the 200,000-point one, sampled like the rest).
+  const loss2 = page.locator('.chart[data-key=loss]');
+  await page.selectOption('select[aria-label="Overlay another run"]', BIG);
+  await until(async () => Number(await loss2.getAttribute('data-overlay-points')) > 0, 10000, 'the overlay');
+  check(true, `another run's loss overlays the chart (${await loss2.getAttribute('data-overlay-points')} points)`);
 
   // ---- no secret value anywhere: DOM, storage, network
   const dump = await page.evaluate(() => document.documentElement.outerHTML + JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
