@@ -106,7 +106,9 @@ void setup_get(CLI::App& app, Context& ctx) {
   cmd->add_option("args", *args, "run <id>, or <id>")->required();
   auto metrics = std::make_shared<bool>(false);
   cmd->add_flag("--metrics", *metrics, "Print the full history of each metric of the latest attempt");
-  cmd->callback([&ctx, args, metrics] {
+  auto web = std::make_shared<bool>(false);
+  cmd->add_flag("--web", *web, "Print the URL of the run's web page and open it in the desktop's browser");
+  cmd->callback([&ctx, args, metrics, web] {
     std::string id;
     if (args->size() == 2 && (*args)[0] == "run") id = (*args)[1];
     else if (args->size() == 1 && (*args)[0] != "run") id = (*args)[0];
@@ -114,6 +116,7 @@ void setup_get(CLI::App& app, Context& ctx) {
     check_run_id(id);
     Session s = connect(ctx);
     api::RunInfo r = fetch_run(*s.client, id);
+    if (*web) return show_web_page(ctx, web_url(s.target.url, r.run_id), true);
     if (*metrics) {
       const api::AttemptInfo* a = nullptr;
       for (const auto& x : r.attempts)

@@ -1,6 +1,7 @@
 // The verbs of `air`, one file each. Each setup_* adds its subcommand to the app and sets the callback.
 #pragma once
 #include <iosfwd>
+#include <string>
 
 #include "cli/app.h"
 
@@ -24,5 +25,9 @@ void setup_cancel(CLI::App& app, Context& ctx);
 void setup_server(CLI::App& app, Context& ctx);
 // `air node`, the node agent (helper `agent`).
 void setup_node(CLI::App& app, Context& ctx);
+// `air ui` and the run page's URL (cli/ui.cc; `air get run <id> --web`).
+void setup_ui(CLI::App& app, Context& ctx);
+std::string web_url(const std::string& workspace_url, const std::string& run_id);
+void show_web_page(Context& ctx, const std::string& url, bool open);
 
 }  // namespace air::cli

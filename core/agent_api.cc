@@ -89,6 +89,7 @@ nlohmann::json to_json(const NodeStatusReport& r) {
   j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
   j["pid"] = r.pid ? nlohmann::json(*r.pid) : nlohmann::json(nullptr);
   j["last_lines"] = r.last_lines;
+  if (!r.host.empty()) j["host"] = r.host;
   return j;
 }
 

@@ -46,6 +46,7 @@ struct NodeStatusReport {
   std::string message;
   std::optional<int> pid;
   std::vector<std::string> last_lines;
+  std::string host;  // gethostname() of the agent's machine (shown on the run page)
 };
 
 // Throws air::Error when a field has the wrong type (a workspace speaking another contract).

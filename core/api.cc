@@ -74,7 +74,7 @@ void from_json(const json& j, Metric& v) {
 void to_json(json& j, const NodeInfo& v) {
   j = json{{"rank", v.rank},   {"state", v.state}, {"exit_code", opt(v.exit_code)}, {"message", v.message},
            {"pid", opt(v.pid)}, {"gpus", v.gpus},  {"log_bytes", v.log_bytes},
-           {"running_at_ms", v.running_at_ms}};
+           {"running_at_ms", v.running_at_ms}, {"host", v.host}};
 }
 void from_json(const json& j, NodeInfo& v) {
   get(j, "rank", v.rank);
@@ -85,6 +85,7 @@ void from_json(const json& j, NodeInfo& v) {
   get(j, "gpus", v.gpus);
   get(j, "log_bytes", v.log_bytes);
   get(j, "running_at_ms", v.running_at_ms);
+  get(j, "host", v.host);
 }
 
 void to_json(json& j, const AttemptInfo& v) {
@@ -241,7 +242,7 @@ void from_json(const json& j, NodeSpec& v) {
 
 void to_json(json& j, const NodeStatusReport& v) {
   j = json{{"state", v.state},   {"exit_code", opt(v.exit_code)}, {"message", v.message},
-           {"pid", opt(v.pid)}, {"last_lines", v.last_lines}};
+           {"pid", opt(v.pid)}, {"last_lines", v.last_lines}, {"host", v.host}};
 }
 void from_json(const json& j, NodeStatusReport& v) {
   get(j, "state", v.state);
@@ -249,6 +250,7 @@ void from_json(const json& j, NodeStatusReport& v) {
   get(j, "message", v.message);
   get_opt(j, "pid", v.pid);
   get(j, "last_lines", v.last_lines);
+  get(j, "host", v.host);
 }
 
 void to_json(json& j, const NodeStatusReply& v) { j = json{{"action", v.action}}; }

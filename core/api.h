@@ -39,6 +39,7 @@ struct NodeInfo {
   std::string message;
   std::optional<int> pid;  // the command's pid on its host
   std::string gpus;        // CUDA_VISIBLE_DEVICES given to this node ("" for CPU)
+  std::string host;        // the node's host name, as its agent reported it ("" until it does)
   uint64_t log_bytes = 0;
   int64_t running_at_ms = 0;  // when its command started (the agent reported RUNNING)
 };
@@ -122,6 +123,7 @@ struct NodeStatusReport {
   std::optional<int> exit_code;
   std::string message;
   std::optional<int> pid;
+  std::string host;  // gethostname() of the agent's machine
   std::vector<std::string> last_lines;
 };
 

@@ -15,6 +15,8 @@ StatusReporter::~StatusReporter() { finish(); }
 
 void StatusReporter::start(const std::string& state) {
   current_.state = state;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) current_.host = host;  // shown on the run page
   changed_ = true;
   thread_ = std::thread([this] { loop(); });
 }

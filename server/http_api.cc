@@ -22,6 +22,8 @@
 #include "server/server_config.h"
 #include "server/services.h"
 #include "server/slurm_backend.h"
+#include "server/web_api.h"
+#include "server/web_ui.h"
 #include "server/workspace.h"
 
 namespace air::server {
@@ -94,6 +96,8 @@ class Api {
     log_routes();
     snapshot_routes();
     services_routes();
+    install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
+    install_web_ui(srv_);        // the run page itself, at /
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);

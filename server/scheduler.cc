@@ -34,6 +34,7 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
   if (is_node_terminal(n.state)) return {"stop"};
   bool changed = n.state != rep.state || (rep.pid && n.pid != rep.pid);
   if (rep.pid) n.pid = rep.pid;
+  if (!rep.host.empty()) n.host = rep.host;
   if (rep.state == "STARTING" || rep.state == "RUNNING") {
     n.state = rep.state;
     if (rep.state == "RUNNING" && !n.running_at_ms) n.running_at_ms = now();

@@ -366,6 +366,12 @@ api::RunInfo Workspace::get(const std::string& id) const {
     info = find(id).info;
   }
   services_->add_metrics(info);  // outside the lock: a read of the MLflow tables
+  for (auto& a : info.attempts)    // each node's stored log size (the run page shows it)
+    for (auto& n : a.nodes) {
+      std::error_code ec;
+      auto bytes = std::filesystem::file_size(logs_.path({id, a.number, n.rank}), ec);
+      n.log_bytes = ec ? 0 : static_cast<uint64_t>(bytes);
+    }
   return info;
 }
 
