@@ -106,7 +106,7 @@ TEST_CASE("completion: run ids where a run id fits (logs, cancel, get run), from
   CHECK(asked == 5);
 }
 
-TEST_CASE("completion: air completion prints a script per shell; an unknown shell is a usage error") {
+TEST_CASE("completion: air completion prints a script per shell, and an unknown shell is a usage error") {
   Result b = air_cli({"completion", "bash"});
   CHECK(b.code == 0);
   CHECK(b.out.find("complete -F _air_complete air\n") != std::string::npos);
