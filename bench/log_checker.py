@@ -1,4 +1,5 @@
-# Checks a downloaded node log: lines "node <rank> line <i> <pad>" for i = 1..N, each exactly once, in order.
+# Checks a node log, downloaded (the lines as printed) or as the workspace stores it ("<ms> <o|e> " before
+# each): lines "node <rank> line <i> <pad>" for i = 1..N, each exactly once, in order.
 # Prints "<lost> lost, <dup> dup" and exits 1 when anything is wrong.
 import sys
 path, rank, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -9,6 +10,8 @@ last = 0
 with open(path, "rb") as f:
     for raw in f:
         p = raw.split()
+        if len(p) > 2 and p[0].isdigit() and p[1] in (b"o", b"e"):
+            p = p[2:]
         if len(p) < 4 or p[0] != b"node" or p[1] != rank.encode() or p[2] != b"line":
             bad += 1
             continue

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/completion.h"
 #include "cli/run_submit.h"
 #include "cli/secret_check.h"
 #include "cli/secrets.h"
@@ -21,19 +22,16 @@ void render_error(std::ostream& err, const air::Error& e) {
   if (!e.hint().empty()) err << "  hint: " << e.hint() << "\n";
 }
 
-}  // namespace
-
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Context ctx;
-  ctx.out = &out;
-  ctx.err = &err;
-  CLI::App app{"air: run ML training workloads on one machine or many"};
+void build_app(CLI::App& app, Context& ctx) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("air ") + AIR_VERSION);
   app.add_option("-o,--output", ctx.global.output, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->default_val("text");
   app.add_option("-p,--profile", ctx.global.profile, "Workspace profile from ~/.air/config");
+  app.add_option("--color", ctx.global.color, "Colour: auto (a terminal, and NO_COLOR unset), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->default_val("auto");
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
   setup_run(app, ctx);
@@ -45,6 +43,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   setup_node(app, ctx);
   setup_secrets(app, ctx);
   setup_ui(app, ctx);
+  setup_completion(app, ctx);
   if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {
@@ -54,6 +53,22 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
   };
   allow_globals_after(&app);
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Context ctx;
+  ctx.out = &out;
+  ctx.err = &err;
+  // The name makes every usage line read `Usage: air ...`, also when air is called through a path.
+  CLI::App app{"air: run ML training workloads on one machine or many", "air"};
+  build_app(app, ctx);
+  if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
+
+  // `air __complete WORDS...` answers the completion scripts (cli/completion.h); never a parse error.
+  if (args.size() >= 2 && args[1] == "__complete")
+    return run_complete(app, std::vector<std::string>(args.begin() + 2, args.end()), ctx);
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;

@@ -13,6 +13,8 @@ struct GlobalOptions {
   std::string output = "text";  // text | json
   std::string profile;          // -p/--profile, a section of ~/.air/config
   bool debug = false;
+  std::string color = "auto";   // --color never|always|auto; auto: a terminal and NO_COLOR unset
+
 };
 
 // Runs the CLI with the given arguments; returns the process exit code. Output goes to out/err, so tests

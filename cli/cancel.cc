@@ -16,7 +16,7 @@ void setup_cancel(CLI::App& app, Context& ctx) {
   auto ids = std::make_shared<std::vector<std::string>>();
   auto all = std::make_shared<bool>(false);
   auto yes = std::make_shared<bool>(false);
-  cmd->add_option("ids", *ids, "Run ids");
+  cmd->add_option("ids", *ids, "Run ids")->type_name("RUN_ID");
   cmd->add_flag("--all", *all, "Cancel every active run");
   cmd->add_flag("-y,--yes", *yes, "Do not ask for confirmation (with --all)");
   cmd->callback([&ctx, ids, all, yes] {

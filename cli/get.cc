@@ -103,7 +103,7 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
 void setup_get(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("get", "Show a run: air get run <id> (or air get <id>)");
   auto args = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("args", *args, "run <id>, or <id>")->required();
+  cmd->add_option("args", *args, "run <id>, or <id>")->required()->type_name("run|RUN_ID");
   auto metrics = std::make_shared<bool>(false);
   cmd->add_flag("--metrics", *metrics, "Print the full history of each metric of the latest attempt");
   auto web = std::make_shared<bool>(false);
@@ -136,7 +136,7 @@ void setup_get(CLI::App& app, Context& ctx) {
       j["duration_ms"] = run_duration_ms(r, now_ms());
       *ctx.out << j.dump() << "\n";
     } else {
-      print_run(*ctx.out, r, stdout_is_tty());
+      print_run(*ctx.out, r, use_color(ctx, 1));
     }
   });
 }

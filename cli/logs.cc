@@ -167,7 +167,7 @@ void run_logs(const LogsFlags& f, Context& ctx, bool node_given) {
   else if (!follow) tail = 10000;
   PrintOptions po;
   po.json = ctx.global.output == "json";
-  po.color = !po.json && stdout_is_tty();
+  po.color = !po.json && use_color(ctx, 1);
   po.timestamps = f.timestamps;
   po.prefix_node = f.all_nodes;
   if (!f.since.empty()) po.since_ms = now_ms() - parse_duration_ms(f.since);
@@ -198,7 +198,7 @@ void run_logs(const LogsFlags& f, Context& ctx, bool node_given) {
 void setup_logs(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("logs", "Show a node's log: follows an active run, tails a finished one");
   auto f = std::make_shared<LogsFlags>();
-  cmd->add_option("id", f->id, "Run id")->required();
+  cmd->add_option("id", f->id, "Run id")->required()->type_name("RUN_ID");
   auto* node = cmd->add_option("--node", f->node, "Node rank (default 0)");
   cmd->add_option("--attempt", f->attempt, "Attempt number (default: the latest)")->check(CLI::PositiveNumber);
   cmd->add_flag("--follow", f->follow, "Keep following until the attempt ends");
@@ -207,7 +207,8 @@ void setup_logs(CLI::App& app, Context& ctx) {
   cmd->add_option("--since", f->since, "Only lines newer than this (30s, 10m, 2h)");
   cmd->add_flag("--all-nodes", f->all_nodes, "Every node, each line prefixed with [node N]");
   cmd->add_flag("--timestamps", f->timestamps, "Print each line's time first");
-  cmd->add_option("--download-to", f->download_to, "Write the logs to DIR/<run>/attempt_<k>/node_<n>.log");
+  cmd->add_option("--download-to", f->download_to, "Write the logs to DIR/<run>/attempt_<k>/node_<n>.log")
+      ->type_name("DIR");
   cmd->callback([&ctx, f, node] { run_logs(*f, ctx, node->count() > 0); });
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 
 #include "core/local_daemon.h"
@@ -81,6 +82,14 @@ std::string styled_state(const std::string& state, bool color) {
 }
 
 bool stdout_is_tty() { return ::isatty(1) == 1; }
+
+bool use_color(const Context& ctx, int fd) {
+  if (ctx.global.color == "always") return true;
+  if (ctx.global.color == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  return ::isatty(fd) == 1;
+}
 bool stderr_is_tty() { return ::isatty(2) == 1; }
 
 void check_run_id(const std::string& id) {

@@ -32,6 +32,9 @@ bool is_run_terminal(const std::string& state);
 std::string styled_state(const std::string& state, bool color);
 bool stdout_is_tty();
 bool stderr_is_tty();
+// Whether output to fd (1 or 2) gets colour: --color always|never wins; else off when NO_COLOR is set to
+// anything non-empty (no-color.org), else on for a terminal.
+bool use_color(const Context& ctx, int fd);
 // A run id as the user typed it: 1-64 of [A-Za-z0-9_-], else a usage error.
 void check_run_id(const std::string& id);
 

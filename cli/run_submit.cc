@@ -152,7 +152,7 @@ int watch_run(Client& c, const std::string& run_id, Context& ctx) {
   if (!json_out) *ctx.err << "Monitoring run and streaming node 0's log (Ctrl-C to stop)...\n";
   PrintOptions po;
   po.json = json_out;
-  po.color = !json_out && stdout_is_tty();
+  po.color = !json_out && use_color(ctx, 1);
   std::string last_state;
   int attempt = 0;
   uint64_t offset = 0;

@@ -60,7 +60,7 @@ void run_stop(Context& ctx, const std::string& home_flag) {
 void setup_server(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("server", "Run a workspace, or manage the local one (status, stop)");
   auto f = std::make_shared<ServerFlags>();
-  cmd->add_option("--home", f->home, "State folder (default: $AIR_HOME or ~/.air)");
+  cmd->add_option("--home", f->home, "State folder (default: $AIR_HOME or ~/.air)")->type_name("DIR");
   cmd->add_option("--host", f->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f->port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
   cmd->add_option("--cert", f->cert, "TLS certificate (PEM)")->check(CLI::ExistingFile);

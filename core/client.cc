@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +62,8 @@ int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t ulnow) 
 Client::Client(std::string base_url, std::string token, std::string ca_file)
     : base_url_(std::move(base_url)), token_(std::move(token)), ca_file_(std::move(ca_file)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  // A bare host name (DATABRICKS_HOST=x.cloud.databricks.com) means https.
+  if (!base_url_.empty() && base_url_.find("://") == std::string::npos) base_url_ = "https://" + base_url_;
   global_init();
   curl_ = curl_easy_init();
   if (!curl_) throw Error("cannot initialise libcurl");
@@ -86,30 +89,45 @@ void* Client::curl_for(const std::string& method, const std::string& path, long 
   return c;
 }
 
-void Client::throw_transport(int code, const char* errbuf) const {
+namespace {
+
+std::string transport_cause(int code, const char* errbuf) {
   std::string why = errbuf && *errbuf ? errbuf : curl_easy_strerror(static_cast<CURLcode>(code));
-  std::string cause;
   switch (code) {
-    case CURLE_COULDNT_CONNECT: cause = "connection refused"; break;
-    case CURLE_COULDNT_RESOLVE_HOST: cause = "unknown host"; break;
-    case CURLE_OPERATION_TIMEDOUT: cause = "timed out"; break;
+    case CURLE_COULDNT_CONNECT: return "connection refused";
+    case CURLE_COULDNT_RESOLVE_HOST: return "unknown host";
+    case CURLE_OPERATION_TIMEDOUT: return "timed out";
     case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION: cause = "TLS failure (" + why + ")"; break;
-    default: cause = why;
+    case CURLE_PEER_FAILED_VERIFICATION: return "TLS failure (" + why + ")";
+    default: return why;
   }
-  throw Error(fmt::format("cannot reach workspace at {}: {}", base_url_, cause),
+}
+
+}  // namespace
+
+void Client::throw_transport(int code, const char* errbuf) const {
+  throw Error(fmt::format("cannot reach workspace at {}: {}", base_url_, transport_cause(code, errbuf)),
               "check that the workspace is running ('air server status') and that AIR_HOST or the profile "
               "names it");
 }
 
 HttpResponse Client::request(const std::string& method, const std::string& path, const std::string& body,
                              const std::string& content_type, long timeout_ms) {
+  HttpResponse r = send(method, path, body, content_type, timeout_ms);
+  if (r.status == 0) throw_transport(r.transport_code, r.transport_error.c_str());
+  return r;
+}
+
+HttpResponse Client::send(const std::string& method, const std::string& path, const std::string& body,
+                          const std::string& content_type, long timeout_ms) {
   CURL* c = static_cast<CURL*>(curl_for(method, path, timeout_ms));
   HttpResponse r;
   curl_slist* hdrs = nullptr;
-  if (!token_.empty()) hdrs = curl_slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
+  std::string auth = "Authorization: Bearer " + token_;
+  if (!token_.empty()) hdrs = curl_slist_append(hdrs, auth.c_str());
+  std::fill(auth.begin(), auth.end(), '\0');  // libcurl copied it; leave no second copy of the token around
   if (!content_type.empty()) hdrs = curl_slist_append(hdrs, ("Content-Type: " + content_type).c_str());
-  hdrs = curl_slist_append(hdrs, "Expect:");
+  hdrs = curl_slist_append(hdrs, "Expect:");  // a 1 MiB log chunk must not wait for "100 Continue"
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
   if (method == "POST" || method == "PUT") {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
@@ -123,9 +141,29 @@ HttpResponse Client::request(const std::string& method, const std::string& path,
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(hdrs);
-  if (rc != CURLE_OK) throw_transport(rc, errbuf);
+  if (rc != CURLE_OK) {
+    r.body.clear();
+    r.headers.clear();
+    r.transport_code = rc;
+    r.transport_error = transport_cause(rc, errbuf);
+    return r;
+  }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   return r;
+}
+
+std::string describe(const HttpResponse& r) {
+  if (r.status == 0) return r.transport_error.empty() ? "no response" : r.transport_error;
+  std::string msg = "HTTP " + std::to_string(r.status);
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object()) {
+    auto e = j.find("error");
+    if (e != j.end() && e->is_object()) {
+      auto m = e->find("message");
+      if (m != e->end() && m->is_string()) msg += ": " + m->get<std::string>();
+    }
+  }
+  return msg;
 }
 
 void Client::throw_api_error(const HttpResponse& r) const {
@@ -201,11 +239,11 @@ nlohmann::json Client::put_file(const std::string& path, const std::string& file
   return r.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.body);
 }
 
-void Client::get_to_file(const std::string& path, const std::string& file) {
+void Client::get_to_file(const std::string& path, const std::string& file, long timeout_ms) {
   std::string part = file + ".part";
   FILE* f = std::fopen(part.c_str(), "wb");
   if (!f) throw Error("cannot write " + part);
-  CURL* c = static_cast<CURL*>(curl_for("GET", path, 0));
+  CURL* c = static_cast<CURL*>(curl_for("GET", path, timeout_ms));
   curl_slist* hdrs = nullptr;
   if (!token_.empty()) hdrs = curl_slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);

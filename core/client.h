@@ -33,8 +33,11 @@ class ApiError : public Error {
 };
 
 struct HttpResponse {
-  long status = 0;
+  long status = 0;             // 0: no response (send() only; transport_error says why)
   std::string body;
+  std::string transport_error;  // "connection refused", "timed out", ... when status is 0
+  int transport_code = 0;       // libcurl's code when status is 0
+  bool ok() const { return status >= 200 && status < 300; }
   std::map<std::string, std::string> headers;  // lower-case names
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
@@ -62,11 +65,15 @@ class Client {
   bool head(const std::string& path, long timeout_ms = 30000);
   // Streams a file as the body of a PUT.
   nlohmann::json put_file(const std::string& path, const std::string& file, const ProgressFn& progress = {});
-  // Streams a GET's body into a file (written to file + ".part", renamed when complete).
-  void get_to_file(const std::string& path, const std::string& file);
+  // Streams a GET's body into a file (written to file + ".part", renamed when complete). timeout 0: none.
+  void get_to_file(const std::string& path, const std::string& file, long timeout_ms = 0);
   // Any request; does not throw on HTTP error statuses (only on transport failures).
   HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::string& content_type = {}, long timeout_ms = 30000);
+  // The same, but a transport failure is returned too (status 0, transport_error): for callers that retry,
+  // such as the node agent's log shipper and heartbeats.
+  HttpResponse send(const std::string& method, const std::string& path, const std::string& body = {},
+                    const std::string& content_type = {}, long timeout_ms = 30000);
   // Throws ApiError built from an error response.
   [[noreturn]] void throw_api_error(const HttpResponse& r) const;
 
@@ -77,5 +84,8 @@ class Client {
   std::string base_url_, token_, ca_file_;
   void* curl_ = nullptr;
 };
+
+// For log lines: "connection refused", or "HTTP 500: <the error body's message>".
+std::string describe(const HttpResponse& r);
 
 }  // namespace air

@@ -1,4 +1,4 @@
-// MlflowClient over RestCaller. Non-finite metric values travel as "NaN"/"Infinity" strings (proto3 JSON),
+// MlflowClient over the workspace client (core/client.h). Non-finite metric values travel as "NaN"/"Infinity" strings (proto3 JSON),
 // which is what MLflow's own server accepts.
 #include "core/mlflow_client.h"
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/redact_codec.h"
-#include "core/secrets_client_http.h"
+#include "core/client.h"
 
 namespace air {
 
@@ -59,7 +59,7 @@ nlohmann::json pairs_json(const Tags& kvs) {
 }  // namespace
 
 MlflowClient::MlflowClient(const std::string& tracking_uri, const std::string& token, long timeout_ms)
-    : http_(std::make_unique<RestCaller>(tracking_uri, token, timeout_ms)) {}
+    : http_(std::make_unique<Client>(tracking_uri, token)), timeout_ms_(timeout_ms) {}
 
 MlflowClient::~MlflowClient() = default;
 
@@ -71,7 +71,8 @@ std::unique_ptr<MlflowClient> MlflowClient::from_env() {
 }
 
 std::string MlflowClient::call(const std::string& method, const std::string& path, const std::string& body) {
-  RestResult r = http_->call(method, "/api/2.0/mlflow/" + path, body);
+  HttpResponse r = http_->request(method, "/api/2.0/mlflow/" + path, body, method == "POST" ? "application/json" : "",
+                                  timeout_ms_);
   if (r.status >= 200 && r.status < 300) return r.body;
   std::string code = "HTTP_" + std::to_string(r.status), message;
   auto j = nlohmann::json::parse(r.body, nullptr, false);

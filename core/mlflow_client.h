@@ -12,7 +12,7 @@
 
 namespace air {
 
-class RestCaller;
+class Client;
 
 class MlflowApiError : public Error {
  public:
@@ -59,7 +59,8 @@ class MlflowClient {
 
  private:
   std::string call(const std::string& method, const std::string& path, const std::string& body);
-  std::unique_ptr<RestCaller> http_;
+  std::unique_ptr<Client> http_;
+  long timeout_ms_;
 };
 
 }  // namespace air

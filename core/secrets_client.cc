@@ -1,4 +1,4 @@
-// SecretsClient over RestCaller. Request bodies that hold a value are wiped after sending; error messages
+// SecretsClient over the workspace client (core/client.h). Request bodies that hold a value are wiped after sending; error messages
 // are built from the server's error_code/message only (neither our request nor its value is quoted).
 #include "core/secrets_client.h"
 
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/redact_codec.h"
-#include "core/secrets_client_http.h"
+#include "core/client.h"
 
 namespace air {
 
@@ -20,7 +20,7 @@ std::string hint_for(const std::string& code) {
   return {};
 }
 
-[[noreturn]] void throw_api_error(const RestResult& r) {
+[[noreturn]] void throw_api_error(const HttpResponse& r) {
   std::string code = "HTTP_" + std::to_string(r.status), message;
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_object()) {
@@ -41,12 +41,12 @@ std::string q(const std::string& s) { return percent_encode(s); }
 }  // namespace
 
 SecretsClient::SecretsClient(const WorkspaceEndpoint& endpoint, long timeout_ms)
-    : http_(std::make_unique<RestCaller>(endpoint.host, endpoint.token, timeout_ms)) {}
+    : http_(std::make_unique<Client>(endpoint.host, endpoint.token)), timeout_ms_(timeout_ms) {}
 
 SecretsClient::~SecretsClient() = default;
 
 std::string SecretsClient::call(const std::string& method, const std::string& path, const std::string& body) {
-  RestResult r = http_->call(method, path, body);
+  HttpResponse r = http_->request(method, path, body, method == "POST" ? "application/json" : "", timeout_ms_);
   if (r.status < 200 || r.status >= 300) throw_api_error(r);
   return r.body;
 }
@@ -68,8 +68,7 @@ void SecretsClient::delete_scope(const std::string& scope) {
   call("POST", "/api/2.0/secrets/scopes/delete", nlohmann::json{{"scope", scope}}.dump());
 }
 
-void SecretsClient::put_secret(const std::string& scope, const std::string& key, const std::string& string_value) {
-  std::string body = nlohmann::json{{"scope", scope}, {"key", key}, {"string_value", string_value}}.dump();
+void SecretsClient::put(std::string body) {
   try {
     call("POST", "/api/2.0/secrets/put", body);
   } catch (...) {
@@ -79,15 +78,12 @@ void SecretsClient::put_secret(const std::string& scope, const std::string& key,
   OPENSSL_cleanse(body.data(), body.size());
 }
 
+void SecretsClient::put_secret(const std::string& scope, const std::string& key, const std::string& string_value) {
+  put(nlohmann::json{{"scope", scope}, {"key", key}, {"string_value", string_value}}.dump());
+}
+
 void SecretsClient::put_secret_bytes(const std::string& scope, const std::string& key, const std::string& bytes) {
-  std::string body = nlohmann::json{{"scope", scope}, {"key", key}, {"bytes_value", base64_encode(bytes)}}.dump();
-  try {
-    call("POST", "/api/2.0/secrets/put", body);
-  } catch (...) {
-    OPENSSL_cleanse(body.data(), body.size());
-    throw;
-  }
-  OPENSSL_cleanse(body.data(), body.size());
+  put(nlohmann::json{{"scope", scope}, {"key", key}, {"bytes_value", base64_encode(bytes)}}.dump());
 }
 
 std::vector<SecretInfo> SecretsClient::list_secrets(const std::string& scope) {

@@ -12,7 +12,7 @@
 
 namespace air {
 
-class RestCaller;
+class Client;
 
 // Where the secrets API lives: an air workspace (http://127.0.0.1:8470) or a Databricks host.
 struct WorkspaceEndpoint {
@@ -61,8 +61,11 @@ class SecretsClient {
 
  private:
   std::string call(const std::string& method, const std::string& path, const std::string& body);
+  // POST /secrets/put with a body that holds a value: the body is wiped after sending, also on error.
+  void put(std::string body);
 
-  std::unique_ptr<RestCaller> http_;
+  std::unique_ptr<Client> http_;
+  long timeout_ms_;
 };
 
 // A workload's `secrets:` entry: environment variable `name` gets the value of scope/key.

@@ -257,4 +257,11 @@ std::optional<long long> WorkloadDecoder::integer(Entry e) const {
   return std::stoll(e.value->scalar);
 }
 
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
 }  // namespace air

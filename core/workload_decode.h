@@ -66,4 +66,7 @@ class WorkloadDecoder {
 // prefix or any other relative path is relative to base_dir (the YAML file's folder). Lexically normal.
 std::string resolve_root_path(const std::string& path, const std::string& base_dir);
 
+// s without leading and trailing spaces, tabs and line ends.
+std::string trim(const std::string& s);
+
 }  // namespace air

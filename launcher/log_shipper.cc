@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/agent_api.h"
+#include "core/api.h"
 #include "core/error.h"
 #include "launcher/log_shipper_framing.h"
 
@@ -18,7 +18,17 @@ namespace air::launcher {
 
 namespace {
 constexpr size_t kMarkerReserve = 256;
+
+// A 409 whose error body (api::ErrorBody) says LOG_GAP: the workspace holds another size than our offset.
+bool is_log_gap(const nlohmann::json& body) {
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return false;
+  try {
+    return body["error"].get<api::ErrorBody>().code == "LOG_GAP";
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
 }
+}  // namespace
 
 LogSpool::LogSpool(std::string path, uint64_t max_bytes) : path_(std::move(path)), max_bytes_(max_bytes) {
   write_fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
@@ -90,7 +100,7 @@ void LogSpool::read(uint64_t offset, size_t max, std::string& out) const {
   out.resize(got);
 }
 
-LogShipper::LogShipper(LogSpool& spool, std::unique_ptr<HttpClient> client, ShipperOptions options)
+LogShipper::LogShipper(LogSpool& spool, std::unique_ptr<Client> client, ShipperOptions options)
     : spool_(spool), client_(std::move(client)), options_(std::move(options)) {}
 
 LogShipper::~LogShipper() { stop(); }
@@ -160,7 +170,7 @@ bool LogShipper::ship_once(std::string& chunk) {
   // Only whole lines travel (the spool holds only whole lines, but a chunk may end mid-line).
   size_t nl = chunk.rfind('\n');
   if (nl != std::string::npos) chunk.resize(nl + 1);
-  HttpResponse r = client_->post(options_.path + "?offset=" + std::to_string(offset), chunk,
+  HttpResponse r = client_->send("POST", options_.path + "?offset=" + std::to_string(offset), chunk,
                                  "application/octet-stream", options_.request_timeout_ms);
   std::lock_guard lock(mu_);
   stats_.requests++;
@@ -174,7 +184,7 @@ bool LogShipper::ship_once(std::string& chunk) {
     return true;
   }
   auto body = nlohmann::json::parse(r.body, nullptr, false);
-  if (r.status == 409 && error_code_of(body) == "LOG_GAP" && body.contains("size") &&
+  if (r.status == 409 && is_log_gap(body) && body.contains("size") &&
       body["size"].is_number_unsigned()) {
     uint64_t server_size = body["size"].get<uint64_t>();
     stats_.gaps++;

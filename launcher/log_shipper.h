@@ -14,7 +14,7 @@
 #include <string_view>
 #include <thread>
 
-#include "launcher/http_client.h"
+#include "core/client.h"
 
 namespace air::launcher {
 
@@ -60,7 +60,7 @@ struct ShipperStats {
 
 class LogShipper {
  public:
-  LogShipper(LogSpool& spool, std::unique_ptr<HttpClient> client, ShipperOptions options);
+  LogShipper(LogSpool& spool, std::unique_ptr<Client> client, ShipperOptions options);
   ~LogShipper();  // stops the thread (without waiting for the spool to drain)
   void start();
   // New data is in the spool: ship it now (or with the next batch when a request is in flight).
@@ -78,7 +78,7 @@ class LogShipper {
   void note(const std::string& message);
 
   LogSpool& spool_;
-  std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<Client> client_;
   ShipperOptions options_;
   std::atomic<uint64_t> acked_{0};
   mutable std::mutex mu_;

@@ -19,7 +19,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
-#include "launcher/http_client.h"
+#include "core/client.h"
 #include "launcher/hyperparams.h"
 #include "launcher/log_shipper.h"
 #include "launcher/log_shipper_framing.h"
@@ -106,18 +106,25 @@ std::string node_path(const NodeAgentOptions& o, const std::string& what) {
          std::to_string(o.node) + "/" + what;
 }
 
+api::NodeSpec parse_spec(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) throw Error("the workspace sent a node spec that is not a JSON object");
+  try {
+    return j.get<api::NodeSpec>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("the node spec has a field of the wrong type (") + e.what() + ")",
+                "the workspace and this agent speak different versions of the API");
+  }
+}
+
 // GET spec, retrying while the workspace is unreachable or failing (5xx); a 4xx is final.
-NodeSpec fetch_spec(HttpClient& client, const NodeAgentOptions& o, AgentLog& log) {
+api::NodeSpec fetch_spec(Client& client, const NodeAgentOptions& o, AgentLog& log) {
   auto deadline = Clock::now() + o.spec_timeout;
   auto backoff = std::chrono::milliseconds(100);
   bool said = false;
   while (true) {
-    HttpResponse r = client.get(node_path(o, "spec"), 30000);
-    if (r.ok()) {
-      auto j = nlohmann::json::parse(r.body, nullptr, false);
-      if (j.is_discarded()) throw Error("the workspace sent a node spec that is not JSON");
-      return node_spec_from_json(j);
-    }
+    HttpResponse r = client.send("GET", node_path(o, "spec"), {}, {}, 30000);
+    if (r.ok()) return parse_spec(r.body);
     if (r.status >= 400 && r.status < 500) throw Error("cannot fetch the node spec: " + describe(r));
     if (Clock::now() + backoff > deadline || g_signal.load()) {
       throw Error("cannot fetch the node spec from " + o.server + ": " + describe(r));
@@ -252,27 +259,27 @@ int run_node_agent(const NodeAgentOptions& o) {
   WakePipe wake;
   SignalScope signals(o.handle_signals, wake.fds[1]);
 
-  HttpClient client(o.server, o.token);
-  NodeSpec spec;
+  Client client(o.server, o.token);
+  api::NodeSpec spec;
   try {
     spec = fetch_spec(client, o, log);
   } catch (const Error& e) {
     log.info(e.what());
     return kExitFailed;
   }
-  StatusReporter status(std::make_unique<HttpClient>(o.server, o.token), node_path(o, "status"),
+  StatusReporter status(std::make_unique<Client>(o.server, o.token), node_path(o, "status"),
                         o.heartbeat_interval, log, wake.fds[1]);
   status.start("STARTING");
   LogSpool spool(dir + "/log.spool", spec.max_log_bytes);
   ShipperOptions so;
   so.path = node_path(o, "logs");
   so.log = [&log](const std::string& m) { log.info(m); };
-  LogShipper shipper(spool, std::make_unique<HttpClient>(o.server, o.token), so);
+  LogShipper shipper(spool, std::make_unique<Client>(o.server, o.token), so);
   shipper.start();
   LogTail tail;
   Pipeline pipeline{spool, shipper, tail, log, {o.token}};
 
-  NodeStatusReport final;
+  api::NodeStatusReport final;
   final.state = "FAILED";
   int exit_code = kExitFailed;
   std::map<std::string, std::string> secrets;

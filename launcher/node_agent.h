@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/agent_api.h"
+#include "core/api.h"
+#include "core/client.h"
 #include "core/snapshot.h"
 
 namespace air::launcher {
@@ -61,15 +62,14 @@ struct CommandPaths {
 
 // The command's whole environment: the agent's own (minus its credentials), the spec's env_variables,
 // then the contract's variables, which win.
-std::vector<std::string> build_command_env(const NodeSpec& spec, const NodeAgentOptions& options,
+std::vector<std::string> build_command_env(const api::NodeSpec& spec, const NodeAgentOptions& options,
                                            const CommandPaths& paths, const std::vector<std::string>& inherited);
 
 // The current process's environment as "NAME=value" strings.
 std::vector<std::string> current_environment();
 
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.
-class HttpClient;
-void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, const std::string& workdir,
+void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& workdir,
                                const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits = {});
 
 }  // namespace air::launcher

@@ -15,7 +15,7 @@
 #include "core/redact.h"
 #include "core/sha256.h"
 #include "core/snapshot.h"
-#include "launcher/http_client.h"
+#include "core/client.h"
 #include "launcher/node_agent.h"
 
 extern char** environ;
@@ -86,7 +86,7 @@ std::vector<std::string> current_environment() {
   return out;
 }
 
-std::vector<std::string> build_command_env(const NodeSpec& spec, const NodeAgentOptions& o, const CommandPaths& p,
+std::vector<std::string> build_command_env(const api::NodeSpec& spec, const NodeAgentOptions& o, const CommandPaths& p,
                                            const std::vector<std::string>& inherited) {
   std::map<std::string, std::string> env;
   for (const auto& e : inherited) {
@@ -118,24 +118,24 @@ std::vector<std::string> build_command_env(const NodeSpec& spec, const NodeAgent
   return out;
 }
 
-void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, const std::string& workdir,
+void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& workdir,
                                const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits) {
   if (!is_hex_digest(digest)) throw Error("the node spec names an invalid snapshot digest '" + digest + "'");
   std::string archive = workdir + "/snapshot.tar.zst";
-  std::string part = archive + ".part";
+  std::string unverified = archive + ".unverified";  // until its SHA-256 matches
   log.info("downloading snapshot " + digest.substr(0, 12));
-  HttpResponse r = client.download("/api/air/v1/snapshots/" + digest, part, 10 * 60 * 1000);
-  if (!r.ok()) {
-    std::remove(part.c_str());
-    throw Error("cannot download snapshot " + digest.substr(0, 12) + ": " + describe(r));
+  try {
+    client.get_to_file(std::string(api::kPrefix) + "/snapshots/" + digest, unverified, 10 * 60 * 1000);
+  } catch (const Error& e) {  // get_to_file removed what it had written
+    throw Error("cannot download snapshot " + digest.substr(0, 12) + ": " + e.what());
   }
-  std::string got = air::sha256_file(part);
+  std::string got = air::sha256_file(unverified);
   if (got != digest) {
-    std::remove(part.c_str());
+    std::remove(unverified.c_str());
     throw Error("snapshot download is corrupt: expected SHA-256 " + digest.substr(0, 12) + ", got " +
                 got.substr(0, 12));
   }
-  if (std::rename(part.c_str(), archive.c_str()) != 0) {
+  if (std::rename(unverified.c_str(), archive.c_str()) != 0) {
     throw Error("cannot write " + archive + ": " + std::strerror(errno));
   }
   std::error_code ec;

@@ -7,7 +7,22 @@
 
 namespace air::launcher {
 
-StatusReporter::StatusReporter(std::unique_ptr<HttpClient> client, std::string path,
+namespace {
+
+// The status reply (api::NodeStatusReply) asks the node to stop; an unreadable reply does not.
+bool reply_says_stop(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return false;
+  try {
+    return j.get<api::NodeStatusReply>().action == "stop";
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+StatusReporter::StatusReporter(std::unique_ptr<Client> client, std::string path,
                                std::chrono::milliseconds interval, AgentLog& log, int wake_fd)
     : client_(std::move(client)), path_(std::move(path)), interval_(interval), log_(log), wake_fd_(wake_fd) {}
 
@@ -40,8 +55,8 @@ void StatusReporter::finish() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::optional<bool> StatusReporter::send(const NodeStatusReport& report) {
-  HttpResponse r = client_->post(path_, to_json(report).dump(), "application/json", 10000);
+std::optional<bool> StatusReporter::send(const api::NodeStatusReport& report) {
+  HttpResponse r = client_->send("POST", path_, nlohmann::json(report).dump(), "application/json", 10000);
   if (r.status == 0 || r.status >= 500) {
     if (!unreachable_) {
       unreachable_ = true;
@@ -57,7 +72,7 @@ std::optional<bool> StatusReporter::send(const NodeStatusReport& report) {
     log_.info("the workspace refused a status report: " + describe(r));
     return false;
   }
-  bool stop = status_reply_says_stop(nlohmann::json::parse(r.body, nullptr, false));
+  bool stop = reply_says_stop(r.body);
   if (stop && !stop_requested_.exchange(true)) {
     log_.info("the workspace asked this node to stop");
     char b = 's';
@@ -70,7 +85,7 @@ std::optional<bool> StatusReporter::send(const NodeStatusReport& report) {
 void StatusReporter::loop() {
   std::unique_lock lock(mu_);
   while (!done_) {
-    NodeStatusReport report = current_;
+    api::NodeStatusReport report = current_;
     changed_ = false;
     lock.unlock();
     send(report);
@@ -79,7 +94,7 @@ void StatusReporter::loop() {
   }
 }
 
-bool StatusReporter::send_final(const NodeStatusReport& report, std::chrono::steady_clock::time_point deadline) {
+bool StatusReporter::send_final(const api::NodeStatusReport& report, std::chrono::steady_clock::time_point deadline) {
   auto backoff = std::chrono::milliseconds(100);
   while (true) {
     if (send(report).has_value()) return true;

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "launcher/http_client.h"
+#include "core/client.h"
 #include "launcher/node_agent.h"
 
 namespace air::launcher {
@@ -18,7 +18,7 @@ namespace air::launcher {
 class StatusReporter {
  public:
   // wake_fd: written to (one byte) when the workspace says stop, to wake the agent's poll loop.
-  StatusReporter(std::unique_ptr<HttpClient> client, std::string path, std::chrono::milliseconds interval,
+  StatusReporter(std::unique_ptr<Client> client, std::string path, std::chrono::milliseconds interval,
                  AgentLog& log, int wake_fd);
   ~StatusReporter();
   void start(const std::string& state);
@@ -27,20 +27,20 @@ class StatusReporter {
   // Ends the heartbeats (the final report is sent by send_final).
   void finish();
   // Sends a terminal report, retrying transport failures and 5xx until the deadline; true when delivered.
-  bool send_final(const NodeStatusReport& report, std::chrono::steady_clock::time_point deadline);
+  bool send_final(const api::NodeStatusReport& report, std::chrono::steady_clock::time_point deadline);
   // One report now; nullopt when it did not reach the workspace. Sets stop_requested on "stop".
-  std::optional<bool> send(const NodeStatusReport& report);
+  std::optional<bool> send(const api::NodeStatusReport& report);
 
  private:
   void loop();
-  std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<Client> client_;
   std::string path_;
   std::chrono::milliseconds interval_;
   AgentLog& log_;
   int wake_fd_;
   std::mutex mu_;
   std::condition_variable cv_;
-  NodeStatusReport current_;
+  api::NodeStatusReport current_;
   bool changed_ = false, done_ = false, unreachable_ = false;
   std::atomic<bool> stop_requested_{false};
   std::thread thread_;

@@ -7,7 +7,7 @@
 
 namespace air::launcher {
 
-std::map<std::string, std::string> resolve_node_secrets(const NodeSpec& spec, const NodeAgentOptions& o) {
+std::map<std::string, std::string> resolve_node_secrets(const api::NodeSpec& spec, const NodeAgentOptions& o) {
   if (spec.secrets.empty()) return {};
   std::vector<SecretBinding> bindings;
   for (const auto& s : spec.secrets) bindings.push_back({s.name, s.scope, s.key});
@@ -15,7 +15,7 @@ std::map<std::string, std::string> resolve_node_secrets(const NodeSpec& spec, co
   return resolve_secrets(client, bindings);
 }
 
-std::map<std::string, std::string> mlflow_env(const NodeSpec& spec, const NodeAgentOptions& o) {
+std::map<std::string, std::string> mlflow_env(const api::NodeSpec& spec, const NodeAgentOptions& o) {
   std::map<std::string, std::string> out;
   if (spec.mlflow_run_id.empty()) return out;
   for (const auto& [k, v] : spec.env)
@@ -26,7 +26,7 @@ std::map<std::string, std::string> mlflow_env(const NodeSpec& spec, const NodeAg
   return out;
 }
 
-std::map<std::string, std::string> prepare_python_env(const NodeSpec& spec, const std::string& code_dir,
+std::map<std::string, std::string> prepare_python_env(const api::NodeSpec& spec, const std::string& code_dir,
                                                       const std::string& air_home, const std::string& current_path,
                                                       const std::function<void(std::string_view)>& on_output) {
   if (spec.dependencies.empty()) return {};

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/agent_api.h"
+#include "core/api.h"
 #include "core/redact.h"
 #include "launcher/log_shipper_framing.h"
 #include "launcher/node_agent.h"
@@ -17,16 +17,16 @@ namespace air::launcher {
 
 // Fetches every `secrets:` binding of the spec (name -> value). Throws air::Error listing every failing
 // binding by name and scope/key, never a value.
-std::map<std::string, std::string> resolve_node_secrets(const NodeSpec& spec, const NodeAgentOptions& options);
+std::map<std::string, std::string> resolve_node_secrets(const api::NodeSpec& spec, const NodeAgentOptions& options);
 
 // MLFLOW_TRACKING_URI (the workspace), MLFLOW_TRACKING_TOKEN (the node token) and MLFLOW_RUN_ID, unless the
 // workload's env_variables set them itself (for example to log to another tracking server).
-std::map<std::string, std::string> mlflow_env(const NodeSpec& spec, const NodeAgentOptions& options);
+std::map<std::string, std::string> mlflow_env(const api::NodeSpec& spec, const NodeAgentOptions& options);
 
 // Finds or builds the virtual environment for spec.dependencies under $AIR_HOME/envs and returns PATH (its
 // bin first, before `current_path`) and VIRTUAL_ENV; empty when the spec has no dependencies. venv's and
 // pip's output goes to `on_output`. A failed install throws air::Error with pip's one-line summary.
-std::map<std::string, std::string> prepare_python_env(const NodeSpec& spec, const std::string& code_dir,
+std::map<std::string, std::string> prepare_python_env(const api::NodeSpec& spec, const std::string& code_dir,
                                                       const std::string& air_home, const std::string& current_path,
                                                       const std::function<void(std::string_view)>& on_output);
 

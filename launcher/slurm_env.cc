@@ -137,7 +137,7 @@ std::string resolve_host(const std::string& host) {
   throw Error(fmt::format("the master host '{}' has no address", host));
 }
 
-void apply_slurm_spec(NodeSpec& spec, const std::map<std::string, std::string>& env) {
+void apply_slurm_spec(api::NodeSpec& spec, const std::map<std::string, std::string>& env) {
   int nodes = env_int(env, "SLURM_JOB_NUM_NODES");
   if (nodes != spec.num_nodes)
     throw Error(fmt::format("Slurm gave this job {} node(s) but the run needs {}", nodes, spec.num_nodes));

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/agent_api.h"
+#include "core/api.h"
 
 namespace air::launcher {
 
@@ -23,7 +23,7 @@ void apply_slurm_node(NodeAgentOptions& options, const std::map<std::string, std
 // Overrides the spec's node rank, node count and MASTER_ADDR with what Slurm says: SLURM_NODEID,
 // SLURM_JOB_NUM_NODES (which must equal the run's node count), and the address of the first host of
 // SLURM_JOB_NODELIST. Throws air::Error with the reason when any is missing or wrong.
-void apply_slurm_spec(NodeSpec& spec, const std::map<std::string, std::string>& env);
+void apply_slurm_spec(api::NodeSpec& spec, const std::map<std::string, std::string>& env);
 
 // The first non-loopback IPv4 (else IPv6, else loopback) address of host. Throws air::Error.
 std::string resolve_host(const std::string& host);

@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -44,28 +47,76 @@ AppendResult LogStore::append(const LogKey& k, uint64_t offset, std::string_view
     uint64_t skip = e.size - offset;
     if (skip >= data.size()) return {false, e.size};
     data.remove_prefix(skip);
-    std::string p = path(k);
-    std::error_code ec;
-    fs::create_directories(fs::path(p).parent_path(), ec);
-    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd < 0) throw Error("cannot write log " + p);
+    int fd = append_fd(k, e);
     size_t done = 0;
     while (done < data.size()) {
       ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+      if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
-        ::close(fd);
         // Keep the size equal to the file's length so that the agent's retry resumes exactly here.
         struct stat st {};
-        if (::stat(p.c_str(), &st) == 0) e.size = static_cast<uint64_t>(st.st_size);
-        throw Error("cannot write log " + p);
+        if (::fstat(fd, &st) == 0) e.size = static_cast<uint64_t>(st.st_size);
+        close_fd(e);
+        throw Error("cannot write log " + path(k));
       }
       done += static_cast<size_t>(w);
     }
-    ::close(fd);
     e.size += data.size();
   }
   wake();
   return {false, e.size};
+}
+
+LogStore::~LogStore() {
+  for (Entry* e : open_) ::close(e->fd);
+}
+
+int LogStore::append_fd(const LogKey& k, Entry& e) {
+  if (e.fd < 0) {
+    std::string p = path(k);
+    std::error_code ec;
+    fs::create_directories(fs::path(p).parent_path(), ec);
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error("cannot write log " + p + ": " + std::strerror(errno));
+    e.fd = fd;
+    std::lock_guard<std::mutex> g(fds_mu_);
+    open_.push_back(&e);
+  }
+  {
+    std::lock_guard<std::mutex> g(fds_mu_);
+    e.last_use = ++use_clock_;
+  }
+  limit_open(&e);
+  return e.fd;
+}
+
+void LogStore::close_fd(Entry& e) {
+  if (e.fd < 0) return;
+  ::close(e.fd);
+  e.fd = -1;
+  std::lock_guard<std::mutex> g(fds_mu_);
+  open_.erase(std::remove(open_.begin(), open_.end(), &e), open_.end());
+}
+
+void LogStore::limit_open(Entry* keep) {
+  std::lock_guard<std::mutex> g(fds_mu_);
+  while (open_.size() > kMaxOpen) {
+    // The least recently used log whose lock is free now (try_lock: the caller holds keep's lock, and a
+    // writer holding another entry's lock may be waiting for fds_mu_).
+    std::vector<Entry*> by_age(open_);
+    std::sort(by_age.begin(), by_age.end(), [](Entry* a, Entry* b) { return a->last_use < b->last_use; });
+    Entry* victim = nullptr;
+    for (Entry* e : by_age) {
+      if (e == keep || !e->mu.try_lock()) continue;
+      victim = e;
+      break;
+    }
+    if (!victim) return;
+    ::close(victim->fd);
+    victim->fd = -1;
+    victim->mu.unlock();
+    open_.erase(std::remove(open_.begin(), open_.end(), victim), open_.end());
+  }
 }
 
 uint64_t LogStore::size(const LogKey& k) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace air::server {
 
@@ -57,8 +58,16 @@ class LogStore {
     std::mutex mu;
     uint64_t size = 0;
     bool loaded = false;
+    int fd = -1;  // open for appends while the log grows: one open() per log, not one per chunk
+    uint64_t last_use = 0;
   };
   Entry& entry(const LogKey& k);
+  // The entry's append fd (opened, and its folder made, on first use). Call with e.mu held.
+  int append_fd(const LogKey& k, Entry& e);
+  // Keeps at most kMaxOpen fds: closes the least recently used other than `keep` (e.mu held for keep).
+  void limit_open(Entry* keep);
+  void close_fd(Entry& e);  // e.mu held
+  static constexpr size_t kMaxOpen = 64;
 
   std::string runs_dir_;
   std::mutex mu_;  // guards entries_ and the waiters' generation
@@ -66,6 +75,12 @@ class LogStore {
   std::condition_variable cv_;
   uint64_t generation_ = 0;
   std::function<void()> listener_;
+  std::mutex fds_mu_;  // guards open_ and use_clock_; taken after an entry's mu, never before
+  std::vector<Entry*> open_;
+  uint64_t use_clock_ = 0;
+
+ public:
+  ~LogStore();
 };
 
 }  // namespace air::server

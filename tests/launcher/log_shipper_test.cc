@@ -88,7 +88,7 @@ TEST_CASE("the shipper delivers the spool exactly, in whole lines", "[shipper]")
   air::test::TestWorkspace ws;
   ws.node("r1", 1, 0);
   LogSpool spool((dir.path / "log.spool").string());
-  LogShipper shipper(spool, std::make_unique<HttpClient>(ws.url(), ws.token()), fast_options());
+  LogShipper shipper(spool, std::make_unique<air::Client>(ws.url(), ws.token()), fast_options());
   shipper.start();
   produce(spool, shipper, 3000);
   REQUIRE(shipper.drain(std::chrono::steady_clock::now() + 20s));
@@ -112,7 +112,7 @@ TEST_CASE("failed uploads and lost replies are retried without loss or duplicati
   }
   std::vector<std::string> messages;
   LogSpool spool((dir.path / "log.spool").string());
-  LogShipper shipper(spool, std::make_unique<HttpClient>(ws.url(), ws.token()), fast_options(&messages));
+  LogShipper shipper(spool, std::make_unique<air::Client>(ws.url(), ws.token()), fast_options(&messages));
   shipper.start();
   produce(spool, shipper, 5000);
   REQUIRE(shipper.drain(std::chrono::steady_clock::now() + 30s));
@@ -131,7 +131,7 @@ TEST_CASE("logs spool while the workspace is down and catch up when it is back",
   ws.node("r1", 1, 0);
   std::vector<std::string> messages;
   LogSpool spool((dir.path / "log.spool").string());
-  LogShipper shipper(spool, std::make_unique<HttpClient>(ws.url(), ws.token()), fast_options(&messages));
+  LogShipper shipper(spool, std::make_unique<air::Client>(ws.url(), ws.token()), fast_options(&messages));
   shipper.start();
   produce(spool, shipper, 1000, 0);
   REQUIRE(shipper.drain(std::chrono::steady_clock::now() + 10s));
@@ -156,7 +156,7 @@ TEST_CASE("a workspace that lost the tail of a log (LOG_GAP) gets it resent", "[
   air::test::TestWorkspace ws;
   ws.node("r1", 1, 0);
   LogSpool spool((dir.path / "log.spool").string());
-  LogShipper shipper(spool, std::make_unique<HttpClient>(ws.url(), ws.token()), fast_options());
+  LogShipper shipper(spool, std::make_unique<air::Client>(ws.url(), ws.token()), fast_options());
   shipper.start();
   produce(spool, shipper, 2000, 0);
   REQUIRE(shipper.drain(std::chrono::steady_clock::now() + 10s));

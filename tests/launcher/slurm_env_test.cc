@@ -32,7 +32,7 @@ TEST_CASE("slurm env: the node rank comes from SLURM_NODEID and %n in the workdi
 }
 
 TEST_CASE("slurm env: the spec takes rank, node count and the first host's address from Slurm") {
-  air::NodeSpec s;
+  air::api::NodeSpec s;
   s.num_nodes = 2;
   s.master_addr = "127.0.0.1";
   apply_slurm_spec(s, {{"SLURM_NODEID", "1"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURM_JOB_NODELIST", "localhost,x[1-3]"}});

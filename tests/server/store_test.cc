@@ -1,9 +1,12 @@
 // The SQLite store: migrations, run round trips, tokens; and the log store's offset-idempotent appends.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -169,6 +172,42 @@ TEST_CASE("log store: reads cut at whole lines, tails count lines, and a waiting
   writer.join();
   CHECK(w.data == "four\n");
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));
+}
+
+TEST_CASE("log store: more logs growing at once than it keeps open, from many threads, lose nothing") {
+  TempDir d;
+  LogStore logs(d.path);
+  constexpr int kLogs = 150, kRounds = 20;  // kLogs > LogStore's open-fd cap: fds are closed and reopened
+  std::vector<std::thread> writers;
+  std::atomic<int> gaps{0};  // Catch2's assertions are not thread-safe: count in the threads, check after
+  for (int t = 0; t < 4; ++t)
+    writers.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round)
+        for (int n = t; n < kLogs; n += 4) {
+          LogKey k{"r" + std::to_string(n % 7), 1 + n % 3, n};
+          std::string line = "round " + std::to_string(round) + "\n";
+          uint64_t size = logs.size(k);
+          if (logs.append(k, size, line).gap) ++gaps;
+        }
+    });
+  for (auto& w : writers) w.join();
+  CHECK(gaps == 0);
+  std::string want;
+  for (int round = 0; round < kRounds; ++round) want += "round " + std::to_string(round) + "\n";
+  for (int n = 0; n < kLogs; ++n) {
+    LogKey k{"r" + std::to_string(n % 7), 1 + n % 3, n};
+    REQUIRE(slurp(logs.path(k)) == want);
+    CHECK(logs.size(k) == want.size());
+  }
+  // The process holds a bounded number of log fds, not one per log.
+  int open_logs = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = fs::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind(d.path, 0) == 0) ++open_logs;
+  }
+  CHECK(open_logs <= 64);
+  CHECK(open_logs > 0);
 }
 
 TEST_CASE("blob store: an upload is accepted only when its content matches its name") {
