@@ -80,8 +80,12 @@ void ParquetFile::load_footer() {
   }
   if (meta_.schema.empty()) fail("the footer has no schema");
   const auto& root = meta_.schema[0];
-  if (static_cast<size_t>(root.num_children) != meta_.schema.size() - 1)
-    fail("nested columns (structs, lists, maps) are not supported", {}, kSupportedHint);
+  if (static_cast<size_t>(root.num_children) != meta_.schema.size() - 1) {
+    std::string group;
+    for (size_t i = 1; i < meta_.schema.size() && group.empty(); ++i)
+      if (meta_.schema[i].num_children > 0 || !meta_.schema[i].type) group = meta_.schema[i].name;
+    fail("nested columns (structs, lists, maps) are not supported", group, kSupportedHint);
+  }
   for (size_t i = 1; i < meta_.schema.size(); ++i) {
     const auto& s = meta_.schema[i];
     if (!s.type || s.num_children > 0) fail("nested columns (structs, lists, maps) are not supported", s.name, kSupportedHint);
