@@ -1,6 +1,7 @@
 // The hub's error answers as one line and a hint each. The hub names the case in X-Error-Code
 // (RepoNotFound, EntryNotFound, RevisionNotFound, GatedRepo) and explains it in X-Error-Message.
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "hub/internal.h"
@@ -9,6 +10,13 @@ namespace air::hub {
 
 std::string repo_url(const Repo& repo, const Options& options) {
   return options.endpoint + (repo.type == RepoType::kDataset ? "/datasets/" : "/") + repo.id;
+}
+
+void log_text(const Options& options, const std::string& text) {
+  static std::mutex m;
+  if (!options.log) return;
+  std::lock_guard<std::mutex> l(m);
+  *options.log << text << std::flush;
 }
 
 HttpResponse call_with_retries(const HttpRequest& request, const Options& options, const std::string& what) {
@@ -22,9 +30,8 @@ HttpResponse call_with_retries(const HttpRequest& request, const Options& option
                        "check the network and HF_ENDPOINT (" + options.endpoint + "); with the files cached, HF_HUB_OFFLINE=1 uses the cache alone");
       return r;
     }
-    if (options.log)
-      *options.log << "hub: " << what << ": " << (r.status ? "HTTP " + std::to_string(r.status) : r.error) << "; retrying in "
-                   << delay << " ms\n" << std::flush;
+    log_text(options, "hub: " + what + ": " + (r.status ? "HTTP " + std::to_string(r.status) : r.error) + "; retrying in " +
+                          std::to_string(delay) + " ms\n");
     std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     delay = std::min(delay * 2, 8000);
   }

@@ -106,7 +106,7 @@ uint64_t fetch_blob(const Repo& repo, const CacheRepo& cache, const FileMeta& me
   std::error_code ec;
   if (fs::is_regular_file(blob, ec) && fs::file_size(blob, ec) == meta.size) return 0;
   FileLock lock((fs::path(cache.locks) / (meta.etag + ".lock")).string(), [&] {
-    if (o.log) *o.log << "hub: waiting for another process downloading " << meta.path << "\n" << std::flush;
+    log_text(o, "hub: waiting for another process downloading " + meta.path + "\n");
   });
   if (fs::is_regular_file(blob, ec) && fs::file_size(blob, ec) == meta.size) return 0;  // the other process did
   fs::create_directories(fs::path(blob).parent_path(), ec);
@@ -163,9 +163,8 @@ uint64_t fetch_blob(const Repo& repo, const CacheRepo& cache, const FileMeta& me
                          " attempts (" + std::to_string(have) + " of " + std::to_string(meta.size) + " bytes): " +
                          (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error),
                      "run again to resume; check the network and HF_ENDPOINT (" + o.endpoint + ")");
-    if (o.log)
-      *o.log << "hub: " << meta.path << ": " << (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error) << " after "
-             << have << " bytes; resuming in " << delay << " ms\n" << std::flush;
+    log_text(o, "hub: " + meta.path + ": " + (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error) + " after " +
+                    std::to_string(have) + " bytes; resuming in " + std::to_string(delay) + " ms\n");
     std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     delay = std::min(delay * 2, 8000);
   }

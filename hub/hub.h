@@ -64,16 +64,25 @@ struct Snapshot {
 };
 
 using FileFilter = std::function<bool(const std::string& path)>;
+// Picks files from a repo's whole listing (for choices that depend on what else is there, like a split).
+using FileSelector = std::function<std::vector<std::string>(const std::vector<std::string>& all)>;
+FileSelector select_by(FileFilter filter);
 
 // The cached snapshot of the revision (refs/<revision>, or the commit itself) and its files that pass the
 // filter, or nothing. Makes no request.
-std::optional<Snapshot> find_cached(const Repo& repo, const FileFilter& filter, const Options& options);
+std::optional<Snapshot> find_cached(const Repo& repo, const FileSelector& select, const Options& options);
+inline std::optional<Snapshot> find_cached(const Repo& repo, const FileFilter& filter, const Options& options) {
+  return find_cached(repo, select_by(filter), options);
+}
 
 // Resolves the revision, downloads the files that pass the filter (and are not cached yet) into the blobs,
 // then links them into snapshots/<commit> and writes refs/<revision>. Processes sharing a cache download
 // each file once: they take a lock per repo and per blob and reuse what the first one wrote. With
 // options.offline this is find_cached or an error.
-Snapshot download_snapshot(const Repo& repo, const FileFilter& filter, const Options& options);
+Snapshot download_snapshot(const Repo& repo, const FileSelector& select, const Options& options);
+inline Snapshot download_snapshot(const Repo& repo, const FileFilter& filter, const Options& options) {
+  return download_snapshot(repo, select_by(filter), options);
+}
 
 // The files training needs: config.json, generation_config.json, *.safetensors (+ index), tokenizer.json,
 // tokenizer_config.json, special_tokens_map.json.

@@ -29,6 +29,9 @@ FileMeta file_metadata(const Repo& repo, const std::string& commit, const std::s
 uint64_t fetch_blob(const Repo& repo, const CacheRepo& cache, const FileMeta& meta, const Options& options,
                     std::atomic<uint64_t>& progress);
 
-std::string repo_url(const Repo& repo, const Options& options);  // <endpoint>/[datasets/]org/name
+std::string repo_url(const Repo& repo, const Options& options);
+
+// Writes `text` to options.log (when set) under one lock: download threads and the progress line share it.
+void log_text(const Options& options, const std::string& text);  // <endpoint>/[datasets/]org/name
 
 }  // namespace air::hub

@@ -45,7 +45,7 @@ class Progress {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
-    if (tty_) *o_.log << "\n" << std::flush;
+    if (tty_) log_text(o_, "\n");
   }
   std::atomic<uint64_t> bytes{0};
   std::atomic<int> done{0};
@@ -56,9 +56,9 @@ class Progress {
     std::unique_lock<std::mutex> l(m_);
     while (!cv_.wait_for(l, std::chrono::seconds(tty_ ? 1 : 10), [this] { return stopped_; })) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      *o_.log << (tty_ ? "\r" : "") << "hub: " << name_ << ": " << done << "/" << files_ << " files, " << human_bytes(bytes)
-              << " of " << human_bytes(total_) << ", " << human_bytes(bytes / std::max(s, 1e-3)) << "/s" << (tty_ ? "   " : "\n")
-              << std::flush;
+      log_text(o_, std::string(tty_ ? "\r" : "") + "hub: " + name_ + ": " + std::to_string(done) + "/" + std::to_string(files_) +
+                       " files, " + human_bytes(bytes) + " of " + human_bytes(total_) + ", " + human_bytes(bytes / std::max(s, 1e-3)) +
+                       "/s" + (tty_ ? "   " : "\n"));
     }
   }
   const Options& o_;
@@ -111,7 +111,16 @@ RepoInfo repo_info(const Repo& repo, const Options& o) {
 
 }  // namespace
 
-std::optional<Snapshot> find_cached(const Repo& repo, const FileFilter& filter, const Options& o) {
+FileSelector select_by(FileFilter filter) {
+  return [filter = std::move(filter)](const std::vector<std::string>& all) {
+    std::vector<std::string> out;
+    for (const auto& f : all)
+      if (!filter || filter(f)) out.push_back(f);
+    return out;
+  };
+}
+
+std::optional<Snapshot> find_cached(const Repo& repo, const FileSelector& select, const Options& o) {
   CacheRepo cache = cache_repo(o.cache_dir, repo.folder_name());
   std::string commit = read_ref(cache, repo.revision);
   if (commit.empty()) return std::nullopt;
@@ -119,15 +128,14 @@ std::optional<Snapshot> find_cached(const Repo& repo, const FileFilter& filter, 
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
   Snapshot s{dir, commit, repo.revision, {}, true, 0, 0};
-  for (auto& f : list_snapshot(dir))
-    if (!filter || filter(f)) s.files.push_back(f);
+  s.files = select(list_snapshot(dir));
   if (s.files.empty()) return std::nullopt;
   return s;
 }
 
-Snapshot download_snapshot(const Repo& repo, const FileFilter& filter, const Options& o) {
+Snapshot download_snapshot(const Repo& repo, const FileSelector& select, const Options& o) {
   if (o.offline) {
-    if (auto s = find_cached(repo, filter, o)) return *s;
+    if (auto s = find_cached(repo, select, o)) return *s;
     throw HubError("HF_HUB_OFFLINE is set and " + repo.kind() + " " + repo.id + "@" + repo.revision + " is not in the hub cache (" +
                        (fs::path(o.cache_dir) / repo.folder_name()).string() + ")",
                    "unset HF_HUB_OFFLINE to download it, or fill the cache first (e.g. `huggingface-cli download " +
@@ -136,21 +144,19 @@ Snapshot download_snapshot(const Repo& repo, const FileFilter& filter, const Opt
   CacheRepo cache = cache_repo(o.cache_dir, repo.folder_name());
   // One process per cache downloads a repo at a time; the others wait here and then find the blobs there.
   FileLock lock((fs::path(cache.locks) / "air-snapshot.lock").string(), [&] {
-    if (o.log) *o.log << "hub: waiting for another process downloading " << repo.id << "\n" << std::flush;
+    log_text(o, "hub: waiting for another process downloading " + repo.id + "\n");
   });
   RepoInfo info;
   try {
     info = repo_info(repo, o);
   } catch (const HubError& e) {
     // Like huggingface_hub: an unreachable hub with the revision cached is a warning, not a failure.
-    auto cached = std::string(e.what()).rfind("network error", 0) == 0 ? find_cached(repo, filter, o) : std::nullopt;
+    auto cached = std::string(e.what()).rfind("network error", 0) == 0 ? find_cached(repo, select, o) : std::nullopt;
     if (!cached) throw;
-    if (o.log) *o.log << "hub: warning: " << e.what() << "; using the cached snapshot " << cached->commit << "\n" << std::flush;
+    log_text(o, "hub: warning: " + std::string(e.what()) + "; using the cached snapshot " + cached->commit + "\n");
     return *cached;
   }
-  std::vector<std::string> wanted;
-  for (const auto& f : info.files)
-    if (!filter || filter(f)) wanted.push_back(f);
+  std::vector<std::string> wanted = select(info.files);
   if (wanted.empty())
     throw HubError(repo.kind() + " " + repo.id + "@" + repo.revision + " has none of the files needed (it has " + std::to_string(info.files.size()) +
                        " files)", "see " + repo_url(repo, o) + "/tree/" + repo.revision);
@@ -176,6 +182,7 @@ Snapshot download_snapshot(const Repo& repo, const FileFilter& filter, const Opt
       }
     }
   };
+  const auto started = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, std::min<int>(o.parallel, static_cast<int>(metas.size()))); ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
@@ -185,6 +192,12 @@ Snapshot download_snapshot(const Repo& repo, const FileFilter& filter, const Opt
   write_ref(cache, repo.revision, info.commit);
   s.files_downloaded = fetched;
   s.bytes_downloaded = progress.bytes;
+  if (fetched > 0) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    log_text(o, "hub: " + repo.id + ": fetched " + std::to_string(fetched) + " of " + std::to_string(metas.size()) + " files, " +
+                    human_bytes(static_cast<double>(s.bytes_downloaded)) + " in " + std::to_string(secs).substr(0, std::to_string(secs).find('.') + 2) +
+                    " s (" + human_bytes(s.bytes_downloaded / std::max(secs, 1e-3)) + "/s)\n");
+  }
   std::sort(s.files.begin(), s.files.end());
   return s;
 }

@@ -70,10 +70,10 @@ TEST_CASE("hub errors: 404 names the repo, the revision or the file") {
   Gated g;
   Fixture hub(g.root);
   Options o = g.options(hub, "");
-  auto repo = refusal([&] { download_snapshot(parse_repo("org/missing", RepoType::kDataset), {}, o); });
+  auto repo = refusal([&] { download_snapshot(parse_repo("org/missing", RepoType::kDataset), FileFilter{}, o); });
   CHECK(repo.message == "dataset org/missing not found on " + hub.url + " (HTTP 404)");
   CHECK(repo.hint == "check the name (org/name) at " + hub.url + "/datasets/org/missing; datasets live under /datasets/");
-  auto rev = refusal([&] { download_snapshot(parse_repo("org/open@v9", RepoType::kModel), {}, o); });
+  auto rev = refusal([&] { download_snapshot(parse_repo("org/open@v9", RepoType::kModel), FileFilter{}, o); });
   CHECK(rev.message == "revision 'v9' of model org/open not found (HTTP 404)");
   auto file = refusal([&] { file_metadata(parse_repo("org/open", RepoType::kModel), "main", "model.safetensors", o); });
   CHECK(file.message == "file model.safetensors not found in model org/open (HTTP 404)");
@@ -87,7 +87,7 @@ TEST_CASE("hub errors: an unreachable hub fails after the retries, with a hint")
   o.cache_dir = tmp.path.string();
   o.retries = 2;
   o.backoff_ms = 5;
-  auto r = refusal([&] { download_snapshot(parse_repo("org/open", RepoType::kModel), {}, o); });
+  auto r = refusal([&] { download_snapshot(parse_repo("org/open", RepoType::kModel), FileFilter{}, o); });
   CHECK(r.message.rfind("network error: resolving model org/open failed after 3 attempts: ", 0) == 0);
   CHECK(r.hint == "check the network and HF_ENDPOINT (http://127.0.0.1:9); with the files cached, HF_HUB_OFFLINE=1 uses the cache alone");
 }
