@@ -6,32 +6,12 @@
 set -euo pipefail
 src=${AIR_SOURCE_DIR:?}
 bin=${AIR_BIN_DIR:?}
-oracle_src=$src/tests/data/parquet
 work=$(cd "$bin/.." && pwd)/parquet-oracle
 check=$bin/parquet_oracle_check
 
-for tool in node npm; do
-  command -v $tool >/dev/null || { echo "skipped: $tool is not installed (scripts/setup installs it)"; exit 125; }
-done
 [ -x "$check" ] || { echo "error: $check is missing; build the project first"; exit 1; }
-mkdir -p "$work"
-
-# 1. parquet-wasm and apache-arrow, installed once per build tree (npm's cache lives there too).
-pkg_stamp=$(cat "$oracle_src/package.json" "$oracle_src/package-lock.json" | sha256sum | cut -c1-16)
-if [ "$(cat "$work/.installed" 2>/dev/null)" != "$pkg_stamp" ]; then
-  cp "$oracle_src/package.json" "$oracle_src/package-lock.json" "$work/"
-  if ! (cd "$work" && npm install --ignore-scripts --no-audit --no-fund --cache "$work/npm-cache" \
-        --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
-        >"$work/npm-install.log" 2>&1); then
-    if ! (cd "$work" && timeout 30 npm ping --cache "$work/npm-cache" >/dev/null 2>&1); then
-      echo "skipped: npm cannot reach its registry, so parquet-wasm cannot be installed (see $work/npm-install.log)"
-      exit 125
-    fi
-    echo "error: npm install failed although the registry answers:"; tail -20 "$work/npm-install.log"; exit 1
-  fi
-  echo "$pkg_stamp" >"$work/.installed"
-fi
-cp "$oracle_src"/*.mjs "$work/"
+source "$(dirname "$0")/lib/parquet_wasm.bash"
+parquet_wasm_install "$src" "$work"   # 1. parquet-wasm from npm, once per build tree (or skip)
 cd "$work"
 rm -rf files
 node write-cases.mjs files
