@@ -14,8 +14,8 @@ namespace air::data {
 namespace {
 
 constexpr char kSupportedHint[] =
-    "supported: flat columns of BOOLEAN/INT32/INT64/FLOAT/DOUBLE/BYTE_ARRAY/FIXED_LEN_BYTE_ARRAY, PLAIN and "
-    "dictionary encodings, data pages v1/v2, UNCOMPRESSED/SNAPPY/GZIP/ZSTD; rewrite the file with those "
+    "supported: flat columns of BOOLEAN/INT32/INT64/FLOAT/DOUBLE/BYTE_ARRAY/FIXED_LEN_BYTE_ARRAY, PLAIN, "
+    "dictionary and DELTA_* encodings, data pages v1/v2, UNCOMPRESSED/SNAPPY/GZIP/ZSTD; rewrite the file with those "
     "(e.g. pyarrow.parquet.write_table(t, f, compression='zstd')) or convert it to JSON Lines";
 
 uint32_t load_u32(const uint8_t* p) {
@@ -225,6 +225,21 @@ void ParquetFile::read_chunk(const ColumnMeta& chunk, int64_t rows, ColumnData& 
         idx.clear();
         decode_rle_hybrid(q + 4, load_u32(q), 1, present, idx);
         for (uint32_t v : idx) out.values.ints.push_back(v);
+        break;
+      case Encoding::kDeltaBinaryPacked:
+        if (col.type != PhysicalType::kInt32 && col.type != PhysicalType::kInt64)
+          fail("DELTA_BINARY_PACKED encoding of " + type_name(col.type) + " values is not supported", col.name, kSupportedHint);
+        decode_delta_binary_packed(q, qn, present, out.values.ints);
+        if (col.type == PhysicalType::kInt32)  // the deltas wrap at 32 bits for INT32 columns
+          for (size_t i = out.values.ints.size() - present; i < out.values.ints.size(); ++i)
+            out.values.ints[i] = static_cast<int32_t>(out.values.ints[i]);
+        break;
+      case Encoding::kDeltaLengthByteArray:
+      case Encoding::kDeltaByteArray:
+        if (col.type != PhysicalType::kByteArray && col.type != PhysicalType::kFixedLenByteArray)
+          fail(encoding_name(d.encoding) + " encoding of " + type_name(col.type) + " values is not supported", col.name, kSupportedHint);
+        if (d.encoding == Encoding::kDeltaByteArray) decode_delta_byte_array(q, qn, present, out.values.bytes);
+        else decode_delta_length_byte_array(q, qn, present, out.values.bytes);
         break;
       case Encoding::kRleDictionary:
       case Encoding::kPlainDictionary: {

@@ -1,6 +1,6 @@
 // A Parquet reader for what instruction datasets need: flat schemas of BOOLEAN / INT32 / INT64 / FLOAT /
 // DOUBLE / BYTE_ARRAY (strings) / FIXED_LEN_BYTE_ARRAY columns, required or nullable; PLAIN and dictionary
-// (RLE_DICTIONARY / PLAIN_DICTIONARY) encodings; data pages v1 and v2; UNCOMPRESSED, SNAPPY, GZIP, ZSTD.
+// (RLE_DICTIONARY / PLAIN_DICTIONARY) and DELTA_* encodings; data pages v1 and v2; UNCOMPRESSED, SNAPPY, GZIP, ZSTD.
 // Anything else is an air::Error naming the feature, the column and the file.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Parquet's value encodings and page codecs: the RLE / bit-packed hybrid (levels, dictionary indices,
-// booleans), PLAIN values, and SNAPPY / GZIP / ZSTD decompression. Errors are std::runtime_error with a
+// booleans), PLAIN values, the DELTA_* encodings, and SNAPPY / GZIP / ZSTD decompression. Errors are std::runtime_error with a
 // short reason; the reader adds the file and the column.
 #pragma once
 #include <cstdint>
@@ -24,6 +24,11 @@ struct Values {
 
 // Appends `count` PLAIN-encoded values of `type`; returns the bytes consumed.
 size_t decode_plain(const uint8_t* data, size_t size, PhysicalType type, int32_t type_length, size_t count, Values& out);
+
+// The delta encodings (parquet_delta.cc): append `count` values, return the bytes consumed.
+size_t decode_delta_binary_packed(const uint8_t* data, size_t size, size_t count, std::vector<int64_t>& out);
+size_t decode_delta_length_byte_array(const uint8_t* data, size_t size, size_t count, std::vector<std::string>& out);
+size_t decode_delta_byte_array(const uint8_t* data, size_t size, size_t count, std::vector<std::string>& out);
 
 // Decompresses a page into exactly `uncompressed_size` bytes.
 std::vector<uint8_t> decompress(Codec codec, const uint8_t* data, size_t size, size_t uncompressed_size);

@@ -1,6 +1,6 @@
 // Writes Parquet files with parquet-wasm (arrow-rs compiled to WebAssembly), an independent writer, for
 // tests/e2e/parquet_oracle.sh: the same rows in every supported codec x page version x dictionary setting,
-// the rows as JSON, and files using features our reader rejects (each with the error it must give).
+// the delta encodings, the rows as JSON, and files using features our reader rejects (each with the error it must give).
 // Usage: node write-cases.mjs OUT_DIR
 import fs from 'node:fs';
 import path from 'node:path';
@@ -63,14 +63,23 @@ for (const [codec, c] of [['none', pq.Compression.UNCOMPRESSED], ['snappy', pq.C
     }
   }
 }
+// The delta encodings: what arrow-rs picks for v2 pages without a dictionary (DELTA_BYTE_ARRAY strings,
+// DELTA_BINARY_PACKED integers, RLE booleans), and DELTA_LENGTH_BYTE_ARRAY asked for by name.
+for (const codec of [['none', pq.Compression.UNCOMPRESSED], ['zstd', pq.Compression.ZSTD]]) {
+  const name = `${codec[0]}-v2-delta.parquet`;
+  write(name, b => b.setCompression(codec[1]).setWriterVersion(pq.WriterVersion.V2).setDictionaryEnabled(false));
+  supported.push(name);
+}
+write('delta-length.parquet', b => b.setWriterVersion(pq.WriterVersion.V2).setDictionaryEnabled(false)
+  .setEncoding(pq.Encoding.PLAIN).setColumnEncoding('output', pq.Encoding.DELTA_LENGTH_BYTE_ARRAY)
+  .setColumnEncoding('instruction', pq.Encoding.DELTA_LENGTH_BYTE_ARRAY));
+supported.push('delta-length.parquet');
 // Features we do not read, and the words the error must contain.
 const unsupported = [
   ['lz4raw.parquet', b => b.setCompression(pq.Compression.LZ4_RAW), 'compression codec LZ4_RAW is not supported'],
   ['brotli.parquet', b => b.setCompression(pq.Compression.BROTLI), 'compression codec BROTLI is not supported'],
-  ['delta.parquet', b => b.setWriterVersion(pq.WriterVersion.V2).setDictionaryEnabled(false).setEncoding(pq.Encoding.PLAIN)
-      .setColumnEncoding('big', pq.Encoding.DELTA_BINARY_PACKED), "column 'big': encoding DELTA_BINARY_PACKED is not supported"],
-  ['delta-strings.parquet', b => b.setWriterVersion(pq.WriterVersion.V2).setDictionaryEnabled(false).setEncoding(pq.Encoding.PLAIN)
-      .setColumnEncoding('output', pq.Encoding.DELTA_BYTE_ARRAY), "column 'output': encoding DELTA_BYTE_ARRAY is not supported"],
+  ['byte-stream-split.parquet', b => b.setDictionaryEnabled(false).setEncoding(pq.Encoding.PLAIN)
+      .setColumnEncoding('score', pq.Encoding.BYTE_STREAM_SPLIT), "column 'score': encoding BYTE_STREAM_SPLIT is not supported"],
 ];
 const errors = [];
 for (const [name, configure, text] of unsupported) {
