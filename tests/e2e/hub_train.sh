@@ -27,7 +27,7 @@ echo "# alpaca" > "$data/README.md"
 python3 "$SRC/tests/hub/hub_fixture.py" --root "$repos" --token "$TOKEN" --blob-host localhost \
   --port-file "$E2E_TMP/hub.port" > "$E2E_TMP/hub.log" 2>&1 &
 hub_pid=$!
-trap 'kill $hub_pid 2>/dev/null || true; cleanup' EXIT
+trap 'rc=$?; set +e; kill $hub_pid 2>/dev/null; (exit $rc); cleanup' EXIT
 for _ in $(seq 100); do [ -s "$E2E_TMP/hub.port" ] && break; sleep 0.1; done
 endpoint="http://127.0.0.1:$(cat "$E2E_TMP/hub.port")"
 stats() { curl -s "$endpoint/_fixture/stats" | json_get - "$1"; }

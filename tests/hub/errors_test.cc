@@ -64,6 +64,12 @@ TEST_CASE("hub errors: 403 gated says where to accept the licence") {
   });
   CHECK(r.message == "model meta-llama/Llama-3.1-8B is gated and this token has no access to it (HTTP 403)");
   CHECK(r.hint == "accept the licence at " + hub.url + "/meta-llama/Llama-3.1-8B with the account the token belongs to");
+  auto anon = refusal([&] {
+    download_snapshot(parse_repo("meta-llama/Llama-3.1-8B", RepoType::kModel), is_model_training_file, g.options(hub, ""));
+  });
+  CHECK(anon.message == "model meta-llama/Llama-3.1-8B is gated and no token was given (HTTP 401)");
+  CHECK(anon.hint == "accept its licence at " + hub.url + "/meta-llama/Llama-3.1-8B, then give air-train a token: put HF_TOKEN in the "
+                     "YAML's secrets (e.g. HF_TOKEN: my_scope/hf_token)");
 }
 
 TEST_CASE("hub errors: 404 names the repo, the revision or the file") {

@@ -3,6 +3,7 @@
 // definition levels (RLE hybrid, bit width 1 for a flat schema).
 #include "trainer/data/parquet.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -173,6 +174,9 @@ void ParquetFile::read_chunk(const ColumnMeta& chunk, int64_t rows, ColumnData& 
     const bool v2 = h.type == PageType::kDataPageV2;
     const DataPageHeader& d = h.data;
     if (d.num_values < 0 || d.num_values > rows - got_rows) throw std::runtime_error("page holds more values than its row group");
+    // Writers cap pages at ~20k rows (arrow) or 1 MB; a larger claim from a few bytes is a corrupt header.
+    if (d.num_values > std::max<int64_t>(int64_t{1} << 20, 8 * int64_t{h.uncompressed_page_size} + 64))
+      throw std::runtime_error("page claims " + std::to_string(d.num_values) + " values in " + std::to_string(h.uncompressed_page_size) + " bytes");
     const size_t nvals = static_cast<size_t>(d.num_values);
     std::vector<uint8_t> raw;
     const uint8_t* q;
