@@ -1,31 +1,13 @@
-// Alpaca reading, prompt formatting, response-only loss masking, and padded / packed batching with a
+// Prompt formatting (the readers live in trainer/data/), response-only loss masking, and padded / packed batching with a
 // seeded, world-size-independent row order.
 #include "trainer/data.h"
 
-#include <fstream>
 #include <random>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
 namespace air::train {
 namespace {
-
-AlpacaRecord parse_record(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw Error(where + ": expected an object with instruction, input and output");
-  auto field = [&](const char* key, bool required) -> std::string {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) {
-      if (required) throw Error(where + ": missing '" + key + "'", "Alpaca records have instruction, input and output");
-      return "";
-    }
-    if (!it->is_string()) throw Error(where + ": '" + key + "' must be a string, got " + it->dump());
-    return it->get<std::string>();
-  };
-  return {field("instruction", true), field("input", false), field("output", true)};
-}
 
 // A deterministic Fisher-Yates shuffle (std::shuffle's results differ between standard libraries).
 void shuffle_indices(std::vector<uint32_t>& v, uint64_t seed) {
@@ -34,30 +16,6 @@ void shuffle_indices(std::vector<uint32_t>& v, uint64_t seed) {
 }
 
 }  // namespace
-
-std::vector<AlpacaRecord> read_alpaca(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read dataset " + path);
-  std::vector<AlpacaRecord> out;
-  const bool jsonl = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
-  if (jsonl) {
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded()) throw Error(path + ":" + std::to_string(n) + ": not valid JSON");
-      out.push_back(parse_record(j, path + ":" + std::to_string(n)));
-    }
-    return out;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw Error(path + ": not valid JSON", "a .json dataset is one list of records; use .jsonl for one per line");
-  if (!j.is_array()) throw Error(path + ": expected a list of records");
-  for (size_t i = 0; i < j.size(); ++i) out.push_back(parse_record(j[i], path + ": record " + std::to_string(i)));
-  return out;
-}
 
 std::string format_prompt(const AlpacaRecord& r) {
   std::string p = "### Instruction:\n" + r.instruction + "\n\n";

@@ -1,4 +1,4 @@
-// Instruction data: Alpaca records (instruction / input / output) from JSON or JSONL, formatted like the
+// Instruction data: Alpaca records (instruction / input / output) from JSON, JSONL or Parquet (trainer/data/), formatted like the
 // reference script, tokenized with the loss masked to the response, then batched padded (one example per
 // row, like the reference) or packed (several per row, positions restarting per example). The row order
 // is a deterministic function of the seed, and each rank reads its own disjoint rows of every step.
@@ -11,15 +11,9 @@
 
 #include <ATen/ATen.h>
 
+#include "trainer/data/alpaca.h"  // AlpacaRecord, read_alpaca (JSON, JSONL, Parquet)
+
 namespace air::train {
-
-struct AlpacaRecord {
-  std::string instruction, input, output;
-};
-
-// Reads a .json file (a list of records) or a .jsonl file (one record per line). Errors name the file and
-// the record (line for JSONL).
-std::vector<AlpacaRecord> read_alpaca(const std::string& path);
 
 // "### Instruction:\n{instruction}\n\n" ["### Input:\n{input}\n\n"] "### Response:\n" (the reference's).
 std::string format_prompt(const AlpacaRecord& r);

@@ -128,7 +128,9 @@ struct Loaded {
 std::vector<Example> load_examples(const TrainConfig& c, const TextEncoder& enc, std::ostream& log) {
   std::vector<Example> out;
   int64_t tokens = 0, truncated = 0;
-  for (const auto& file : resolve_dataset_files(c.dataset_name)) {
+  const Source data = resolve_dataset(c.dataset_name, "train", &log);
+  log << "dataset: " << c.dataset_name << " from " << data.origin << "\n";
+  for (const auto& file : data.files) {
     for (const auto& r : read_alpaca(file)) {
       if (c.max_examples > 0 && static_cast<int64_t>(out.size()) >= c.max_examples) break;
       out.push_back(make_example(r, enc));
@@ -156,7 +158,9 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
   std::ostream& log = s.rank == 0 || s.local_rank == 0 ? out : sink;
   log << render_config(c);
 
-  s.model_dir = resolve_model_dir(c.model_name);
+  const Source model = resolve_model(c.model_name, &log);
+  log << "model source: " << c.model_name << " from " << model.origin << "\n";
+  s.model_dir = model.path;
   s.model_config = load_llama_config((fs::path(s.model_dir) / "config.json").string());
   const std::string tok_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
   if (!fs::exists(tok_path))

@@ -133,8 +133,9 @@ TEST_CASE("train: a missing model or dataset is a clear error before any work") 
   TrainConfig c = tiny((dir / "ckpt").string());
   c.model_name = "meta-llama/Not-A-Model";
   setenv("HF_HOME", (dir / "hf").c_str(), 1);
+  setenv("HF_HUB_OFFLINE", "1", 1);  // a hub name not in the cache would be downloaded otherwise
   std::ostringstream log;
-  REQUIRE_THROWS_WITH(run_training(c, log), Catch::Contains("model meta-llama/Not-A-Model not found") &&
+  REQUIRE_THROWS_WITH(run_training(c, log), Catch::Contains("model meta-llama/Not-A-Model@main is not in the hub cache") &&
                                                 Catch::Contains("models--meta-llama--Not-A-Model"));
   c = tiny((dir / "ckpt").string());
   c.dataset_name = (dir / "nope.jsonl").string();
@@ -143,4 +144,5 @@ TEST_CASE("train: a missing model or dataset is a clear error before any work") 
   c.init = "pretrained";
   REQUIRE_THROWS_WITH(run_training(c, log), Catch::Contains("has no model.safetensors"));
   unsetenv("HF_HOME");
+  unsetenv("HF_HUB_OFFLINE");
 }
