@@ -44,6 +44,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   setup_server(app, ctx);
   setup_node(app, ctx);
   setup_secrets(app, ctx);
+  setup_fs(app, ctx);
   if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {

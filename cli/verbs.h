@@ -24,5 +24,7 @@ void setup_cancel(CLI::App& app, Context& ctx);
 void setup_server(CLI::App& app, Context& ctx);
 // `air node`, the node agent (helper `agent`).
 void setup_node(CLI::App& app, Context& ctx);
+// `air fs`, the workspace's volumes (helper `volumes`).
+void setup_fs(CLI::App& app, Context& ctx);
 
 }  // namespace air::cli

@@ -39,6 +39,8 @@ NodeSpec node_spec_from_json(const nlohmann::json& j) {
   read_field(j, "dependencies", s.dependencies);
   read_field(j, "environment_version", s.environment_version);
   read_field(j, "mlflow_run_id", s.mlflow_run_id);
+  read_field(j, "volumes_root", s.volumes_root);
+  read_field(j, "volumes", s.volumes);
   if (auto it = j.find("env"); it != j.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) {
       s.env.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
@@ -77,7 +79,9 @@ nlohmann::json to_json(const NodeSpec& s) {
           {"max_log_bytes", s.max_log_bytes},
           {"dependencies", s.dependencies},
           {"environment_version", s.environment_version},
-          {"mlflow_run_id", s.mlflow_run_id}};
+          {"mlflow_run_id", s.mlflow_run_id},
+          {"volumes_root", s.volumes_root},
+          {"volumes", s.volumes}};
 }
 
 nlohmann::json to_json(const NodeStatusReport& r) {

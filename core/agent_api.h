@@ -35,6 +35,8 @@ struct NodeSpec {
   std::vector<std::string> dependencies;  // environment.dependencies: pip requirements for a venv
   std::string environment_version;        // environment.version (part of the venv's key)
   std::string mlflow_run_id;              // the attempt's MLflow run: MLFLOW_RUN_ID ("" when none)
+  std::string volumes_root;               // the volume storage, bound at /Volumes ("" when none)
+  std::vector<std::string> volumes;       // "catalog/schema/volume" the workload names (made on first use)
 };
 
 // POST .../nodes/{n}/status

@@ -42,7 +42,7 @@ struct HttpResponse {
   }
 };
 
-// Called during uploads with (bytes sent, total bytes).
+// Called during uploads and downloads with (bytes moved, total bytes; 0 while unknown).
 using ProgressFn = std::function<void(uint64_t, uint64_t)>;
 
 class Client {
@@ -63,7 +63,7 @@ class Client {
   // Streams a file as the body of a PUT.
   nlohmann::json put_file(const std::string& path, const std::string& file, const ProgressFn& progress = {});
   // Streams a GET's body into a file (written to file + ".part", renamed when complete).
-  void get_to_file(const std::string& path, const std::string& file);
+  void get_to_file(const std::string& path, const std::string& file, const ProgressFn& progress = {});
   // Any request; does not throw on HTTP error statuses (only on transport failures).
   HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::string& content_type = {}, long timeout_ms = 30000);

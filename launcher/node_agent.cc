@@ -326,7 +326,8 @@ int run_node_agent(const NodeAgentOptions& o) {
     for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
     if (status.stop_requested()) throw Error("stopped by workspace");
     if (g_signal.load()) throw Error("node agent interrupted before the command started");
-    spawn.argv = {"bash", "-c", spec.command};
+    spawn.argv = prepare_volumes(spec, paths.code_dir, spawn.env, log);
+    spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
     spawn.cwd = paths.code_dir;
     spawn.guardian_grace = o.stop_grace;
     ChildProcess child(spawn);

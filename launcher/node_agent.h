@@ -66,6 +66,11 @@ std::vector<std::string> build_command_env(const NodeSpec& spec, const NodeAgent
 // The current process's environment as "NAME=value" strings.
 std::vector<std::string> current_environment();
 
+// Makes the volume folders the workload names and decides how the command sees /Volumes: returns the argv
+// words to run it under (bubblewrap), or none and AIR_VOLUMES_ROOT added to env (the fallback, logged).
+std::vector<std::string> prepare_volumes(const NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
+                                         AgentLog& log);
+
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.
 class HttpClient;
 void fetch_and_unpack_snapshot(HttpClient& client, const std::string& digest, const std::string& workdir,

@@ -15,6 +15,7 @@
 #include "core/api.h"
 #include "core/error.h"
 #include "core/local_daemon.h"
+#include "server/files_api.h"
 #include "server/local_backend.h"
 #include "server/server_config.h"
 #include "server/services.h"
@@ -87,6 +88,7 @@ class Api {
     log_routes();
     snapshot_routes();
     services_routes();
+    install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/files_api.cc)
     srv_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -327,8 +329,10 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.home = o.home;
   wo.bin_dir = o.bin_dir;
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  wo.volumes_root = o.volumes_root;
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   NodeBackend nb = make_backend(o);
+  wo.probe_volumes_ns = nb.name == "local";  // Slurm nodes are other machines: their agents say it
   Workspace ws(wo, std::move(nb.backend));
   Api api(*srv, ws);  // lives as long as the server: the routes capture it
   api.install();
