@@ -9,8 +9,8 @@ namespace air::launcher {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> prepare_volumes(const NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
-                                         AgentLog& log) {
+VolumesSetup prepare_volumes(const NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
+                             AgentLog& log) {
   if (spec.volumes_root.empty()) return {};
   std::error_code ec;
   fs::create_directories(spec.volumes_root, ec);
@@ -18,13 +18,14 @@ std::vector<std::string> prepare_volumes(const NodeSpec& spec, const std::string
   std::string why = probe_volumes_ns(spec.volumes_root);
   if (why.empty()) {
     log.info("volumes: /Volumes is " + spec.volumes_root + " (private mount namespace, bubblewrap)");
-    return volumes_ns_prefix(spec.volumes_root, cwd);
+    return {volumes_ns_prefix(spec.volumes_root, cwd), ""};
   }
-  log.info(volumes_fallback_notice(why, spec.volumes_root));
+  VolumesSetup out{{}, volumes_fallback_notice(why, spec.volumes_root)};
+  log.info(out.notice);
   for (auto it = env.begin(); it != env.end();)
     it = it->rfind("AIR_VOLUMES_ROOT=", 0) == 0 ? env.erase(it) : it + 1;
   env.push_back("AIR_VOLUMES_ROOT=" + spec.volumes_root);
-  return {};
+  return out;
 }
 
 }  // namespace air::launcher
