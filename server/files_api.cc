@@ -127,6 +127,10 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
   }
 
   void get_file(const httplib::Request& req, httplib::Response& res) {
+    // We answer a Range ourselves; httplib 0.11 would otherwise apply it again to what we send, error
+    // bodies included.
+    const std::string range = req.get_header_value("Range");
+    const_cast<httplib::Request&>(req).ranges.clear();
     VolumePath p = allowed(req, false);
     auto meta = ws_.volumes().stat(p);
     if (!meta || meta->is_directory)
@@ -141,9 +145,9 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
     }
     std::shared_ptr<VolumeStore::Reader> file = ws_.volumes().open_read(p);
     uint64_t offset = 0, length = file->size();
-    if (req.has_header("Range") && file->size() > 0) {
+    if (!range.empty() && file->size() > 0) {
       try {
-        std::tie(offset, length) = parse_range(req.get_header_value("Range"), file->size());
+        std::tie(offset, length) = parse_range(range, file->size());
       } catch (const FsError&) {
         res.set_header("Content-Range", fmt::format("bytes */{}", file->size()));
         throw;
@@ -151,8 +155,7 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
       res.status = 206;
       res.set_header("Content-Range", fmt::format("bytes {}-{}/{}", offset, offset + length - 1, file->size()));
     }
-    // We answer the Range ourselves; httplib 0.11 would otherwise apply it a second time to what we send.
-    const_cast<httplib::Request&>(req).ranges.clear();
+    if (length == 0) return res.set_content("", "application/octet-stream");
     res.set_content_provider(length, "application/octet-stream",
                              [file, offset](size_t off, size_t len, httplib::DataSink& sink) {
                                std::vector<char> buf(std::min<size_t>(len, 1 << 20));
@@ -163,9 +166,16 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
   }
 
   void put_file(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
-    VolumePath p = allowed(req, true);
-    bool overwrite = bool_param(req, "overwrite", true);  // Databricks: true when unspecified
-    auto w = ws_.volumes().begin_write(p, overwrite);
+    std::unique_ptr<VolumeStore::Writer> w;
+    try {
+      VolumePath p = allowed(req, true);
+      bool overwrite = bool_param(req, "overwrite", true);  // Databricks: true when unspecified
+      w = ws_.volumes().begin_write(p, overwrite);
+    } catch (const std::exception&) {
+      // Refused before the body was read: drain it so that the connection stays usable for the next request.
+      read([](const char*, size_t) { return true; });
+      throw;
+    }
     std::optional<FsError> failed;
     bool complete = read([&](const char* d, size_t n) {
       try {
