@@ -1,14 +1,19 @@
 // bubblewrap argv for the /Volumes namespace, and a probe that tells whether it works on this machine.
 #include "core/volume_ns.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+
+extern char** environ;
 
 namespace air {
 
@@ -46,29 +51,29 @@ std::string probe_volumes_ns(const std::string& storage) {
   std::error_code ec;
   fs::create_directories(storage, ec);
   int pipefd[2];
-  if (::pipe(pipefd) != 0) return "cannot create a pipe";
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return "cannot create a pipe";  // no other child may inherit it
   auto argv_s = volumes_ns_prefix(storage, "/");
   argv_s.push_back("true");
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipefd[1], 1);
-    ::dup2(pipefd[1], 2);
-    ::close(pipefd[0]);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "bwrap (Debian package bubblewrap) is not installed\n");
-    ::_exit(127);
-  }
+  // posix_spawn, not fork: the workspace calls this from a thread of a multi-threaded server.
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
   ::close(pipefd[1]);
   std::string out;
   char buf[512];
   ssize_t n;
-  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  while (rc == 0 && (n = ::read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   ::close(pipefd[0]);
+  if (rc != 0) return rc == ENOENT ? "bwrap (Debian package bubblewrap) is not installed" : "cannot start bwrap";
   int status = 0;
-  if (pid < 0) return "cannot fork";
   ::waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
