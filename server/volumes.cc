@@ -134,6 +134,8 @@ std::vector<std::string> volume_paths_in(std::string_view text) {
   std::string s(text);
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     std::string m = it->str();
+    size_t end = static_cast<size_t>(it->position() + it->length());
+    if (end < s.size() && (s[end] == '$' || s[end] == '`')) m = m.substr(0, m.rfind('/'));  // ".../n$RANK": its folder
     while (!m.empty() && (m.back() == '.' || m.back() == ':' || m.back() == '/')) m.pop_back();
     try {
       VolumePath vp = parse_volume_path(m);

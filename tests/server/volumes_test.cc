@@ -71,9 +71,10 @@ TEST_CASE("volumes: the paths a workload names are found in commands, parameters
   auto found = volume_paths_in(
       "air-torchrun ... --set output_dir=/Volumes/main/default/ckpt/tiny && ls '/Volumes/main/default/data/'\n"
       "output_dir: /Volumes/Main/Default/air_checkpoints/llama31-8b-sft\nlog: \"/Volumes/main/default\"\n"
-      "again: /Volumes/main/default/ckpt/tiny.");
+      "again: /Volumes/main/default/ckpt/tiny.\nper node: /Volumes/main/default/logs/n$NODE_RANK.txt");
   CHECK(found == std::vector<std::string>{"/Volumes/main/default/ckpt/tiny", "/Volumes/main/default/data",
-                                          "/Volumes/main/default/air_checkpoints/llama31-8b-sft"});
+                                          "/Volumes/main/default/air_checkpoints/llama31-8b-sft",
+                                          "/Volumes/main/default/logs"});
 }
 
 TEST_CASE("volumes: writes are atomic, refuse to replace without overwrite, and list in pages") {
