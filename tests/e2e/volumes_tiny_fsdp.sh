@@ -14,8 +14,19 @@ if [ "$(id -u)" = 0 ]; then
   user=air-e2e-vol
   id "$user" >/dev/null 2>&1 || useradd --system --create-home --shell /bin/bash "$user" ||
     { echo "skip: cannot create a non-root user"; exit 125; }
-  exec runuser -u "$user" -- env AIR_SOURCE_DIR="$SRC" AIR_BIN_DIR="$BIN" HOME="$(getent passwd "$user" | cut -d: -f6)" \
-    PATH="$PATH" bash "$0" "$@"
+  # The checkout may sit where that user cannot read (/root): give it copies of what it needs.
+  copy=$(mktemp -d /tmp/air-e2e-vol-src-XXXXXX)
+  mkdir -p "$copy/bin" "$copy/tests/e2e"
+  cp "$BIN/air" "$BIN/air-torchrun" "$BIN/air-train" "$copy/bin/"
+  cp -r "$SRC/examples" "$copy/"
+  cp -r "$(dirname "$0")/." "$copy/tests/e2e/"
+  chmod -R a+rX "$copy"
+  set +e
+  runuser -u "$user" -- env AIR_SOURCE_DIR="$copy" AIR_BIN_DIR="$copy/bin" HOME="$(getent passwd "$user" | cut -d: -f6)" \
+    PATH="$PATH" bash "$copy/tests/e2e/$(basename "$0")" "$@"
+  rc=$?
+  rm -rf "$copy"
+  exit $rc
 fi
 [ -e /Volumes ] && { echo "skip: this machine has a /Volumes of its own"; exit 125; }
 source "$(dirname "$0")/lib/common.bash"
