@@ -78,6 +78,17 @@ echo hello > "$E2E_TMP/up.txt"
 [ "$(cat "$AIR_HOME/volumes/main/default/ckpt/up.txt")" = hello ] || fail "air fs cp upload did not land"
 "$AIR" fs cp "$E2E_TMP/up.txt" dbfs:/Volumes/main/default/ckpt/up.txt 2> "$E2E_TMP/again.err" && fail "cp replaced a file without --overwrite"
 grep -q "add --overwrite" "$E2E_TMP/again.err" || fail "no hint about --overwrite: $(cat "$E2E_TMP/again.err")"
+# An upload killed mid-write leaves nothing under its name (and its temporary file goes away).
+head -c 400000000 /dev/zero > "$E2E_TMP/big.bin"
+"$AIR" fs cp "$E2E_TMP/big.bin" dbfs:/Volumes/main/default/ckpt/big.bin 2>/dev/null & cp_pid=$!
+for _ in $(seq 1 500); do ls -a "$AIR_HOME/volumes/main/default/ckpt" | grep -q '\.air-part-' && break; sleep 0.01; done
+ls -a "$AIR_HOME/volumes/main/default/ckpt" | grep -q '\.air-part-' || fail "the upload never started writing"
+kill -9 $cp_pid; wait $cp_pid 2>/dev/null || true
+for _ in $(seq 1 200); do ls -a "$AIR_HOME/volumes/main/default/ckpt" | grep -q '\.air-part-' || break; sleep 0.05; done
+[ -e "$AIR_HOME/volumes/main/default/ckpt/big.bin" ] && fail "a killed upload left big.bin"
+ls -a "$AIR_HOME/volumes/main/default/ckpt" | grep -q '\.air-part-' && fail "a killed upload left its temporary file"
+rm -f "$E2E_TMP/big.bin"
+echo "ok: an upload killed mid-write left no file under its name"
 "$AIR" fs rm -r dbfs:/Volumes/main/default/ckpt/tiny
 [ -e "$store" ] && fail "air fs rm -r left $store"
 
