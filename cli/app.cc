@@ -44,6 +44,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_secrets(app, ctx);
   setup_ui(app, ctx);
   setup_completion(app, ctx);
+  setup_fs(app, ctx);
   if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {

@@ -64,6 +64,12 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
                               r.max_retries < 0 ? std::string("unlimited") : std::to_string(r.max_retries)));
   if (r.timeout_minutes) row("Timeout", fmt::format("{} min", *r.timeout_minutes));
   row("Snapshot", r.snapshot_digest.empty() ? "" : fmt::format("sha256:{} ({} bytes)", r.snapshot_digest.substr(0, 16), r.snapshot_bytes));
+  if (!r.volumes.empty()) {
+    out << "\nVolumes (named by the workload; fetch one with: air fs cp -r dbfs:PATH DIR)\n";
+    for (const auto& v : r.volumes)
+      out << fmt::format("  {}  {}\n", v.path,
+                         v.exists ? fmt::format("{} file(s), {} bytes", v.files, v.bytes) : std::string("(nothing yet)"));
+  }
   for (auto it = r.attempts.rbegin(); it != r.attempts.rend(); ++it) {
     const auto& a = *it;
     out << fmt::format("\nAttempt {}: {}  (master port {}, {} -> {})\n", a.number, a.state, a.master_port,

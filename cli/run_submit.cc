@@ -102,6 +102,7 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
     *ctx.err << render_all(e.diagnostics(), w.source_file, "nothing was submitted");
     return kExitUsage;
   }
+  for (const auto& n : run.notices) *ctx.err << "air: note: " << n << "\n";  // e.g. no private /Volumes here
   if (!text) {
     *ctx.out << json{{"type", "SUBMITTED"},        {"ts", format_iso(now_ms())},
                      {"run_id", run.run_id},       {"status", run.state},

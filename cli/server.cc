@@ -1,6 +1,7 @@
 // `air server`: run a workspace in the foreground (a shared one: --host/--port/--cert/--key), or inspect and
 // stop the embedded local one (`air server status`, `air server stop`).
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -20,7 +21,7 @@ struct ServerFlags {
   bool daemon = false;
   uint64_t max_snapshot_mb = 4096;
   uint64_t max_unpack_bytes = 8ull << 30, max_unpack_entries = 1000000;
-  std::string backend, advertise_url, slurm_partition, slurm_account;
+  std::string backend, advertise_url, slurm_partition, slurm_account, volumes_root;
   std::vector<std::string> slurm_options;
 };
 
@@ -80,6 +81,9 @@ void setup_server(CLI::App& app, Context& ctx) {
   cmd->add_option("--slurm-account", f->slurm_account, "sbatch --account");
   cmd->add_option("--slurm-option", f->slurm_options, "Extra sbatch option, e.g. --qos=high (repeatable)")
       ->allow_extra_args(false);
+  cmd->add_option("--volumes-root", f->volumes_root,
+                  "Where /Volumes/<catalog>/<schema>/<volume> is kept (default HOME/volumes; on Slurm a shared "
+                  "file system every node mounts at the same path)");
   cmd->add_flag("--daemon", f->daemon, "Started by the CLI as the local workspace")->group("");
   cmd->add_option("--prefer-port", f->prefer_port, "With --port 0: try this port first")->group("");
   cmd->require_subcommand(0, 1);
@@ -107,6 +111,7 @@ void setup_server(CLI::App& app, Context& ctx) {
     o.slurm_partition = f->slurm_partition;
     o.slurm_account = f->slurm_account;
     o.slurm_options = f->slurm_options;
+    if (!f->volumes_root.empty()) o.volumes_root = std::filesystem::absolute(f->volumes_root).lexically_normal().string();
     ctx.exit_code = server::serve(o, *ctx.out, *ctx.err);
   });
 }

@@ -29,5 +29,7 @@ void setup_node(CLI::App& app, Context& ctx);
 void setup_ui(CLI::App& app, Context& ctx);
 std::string web_url(const std::string& workspace_url, const std::string& run_id);
 void show_web_page(Context& ctx, const std::string& url, bool open);
+// `air fs`, the workspace's volumes (helper `volumes`).
+void setup_fs(CLI::App& app, Context& ctx);
 
 }  // namespace air::cli

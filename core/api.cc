@@ -119,6 +119,16 @@ void from_json(const json& j, AttemptInfo& v) {
   get(j, "metrics", v.metrics);
 }
 
+void to_json(json& j, const VolumeUsage& v) {
+  j = json{{"path", v.path}, {"files", v.files}, {"bytes", v.bytes}, {"exists", v.exists}};
+}
+void from_json(const json& j, VolumeUsage& v) {
+  get(j, "path", v.path);
+  get(j, "files", v.files);
+  get(j, "bytes", v.bytes);
+  get(j, "exists", v.exists);
+}
+
 void to_json(json& j, const RunInfo& v) {
   j = json{{"run_id", v.run_id},
            {"experiment_name", v.experiment_name},
@@ -140,7 +150,9 @@ void to_json(json& j, const RunInfo& v) {
            {"workload_yaml", v.workload_yaml},
            {"idempotency_key", v.idempotency_key},
            {"current_attempt", v.current_attempt},
-           {"attempts", v.attempts}};
+           {"attempts", v.attempts},
+           {"volumes", v.volumes},
+           {"notices", v.notices}};
 }
 void from_json(const json& j, RunInfo& v) {
   get(j, "run_id", v.run_id);
@@ -164,6 +176,8 @@ void from_json(const json& j, RunInfo& v) {
   get(j, "idempotency_key", v.idempotency_key);
   get(j, "current_attempt", v.current_attempt);
   get(j, "attempts", v.attempts);
+  get(j, "volumes", v.volumes);
+  get(j, "notices", v.notices);
 }
 
 void to_json(json& j, const RunList& v) { j = json{{"runs", v.runs}}; }
@@ -206,7 +220,9 @@ void to_json(json& j, const NodeSpec& v) {
            {"environment_version", v.environment_version},
            {"mlflow_run_id", v.mlflow_run_id},
            {"max_unpack_bytes", v.max_unpack_bytes},
-           {"max_unpack_entries", v.max_unpack_entries}};
+           {"max_unpack_entries", v.max_unpack_entries},
+           {"volumes_root", v.volumes_root},
+           {"volumes", v.volumes}};
 }
 void from_json(const json& j, NodeSpec& v) {
   get(j, "run_id", v.run_id);
@@ -238,6 +254,8 @@ void from_json(const json& j, NodeSpec& v) {
   get(j, "mlflow_run_id", v.mlflow_run_id);
   get(j, "max_unpack_bytes", v.max_unpack_bytes);
   get(j, "max_unpack_entries", v.max_unpack_entries);
+  get(j, "volumes_root", v.volumes_root);
+  get(j, "volumes", v.volumes);
 }
 
 void to_json(json& j, const NodeStatusReport& v) {

@@ -66,6 +66,13 @@ struct AttemptInfo {
   std::vector<Metric> metrics;             // latest value of each metric (GET /runs/{id} only)
 };
 
+// What a run's workload names under /Volumes, and what is there now (GET /runs/{id} only).
+struct VolumeUsage {
+  std::string path;  // "/Volumes/main/default/ckpt/tiny"
+  uint64_t files = 0, bytes = 0;
+  bool exists = false;
+};
+
 struct RunInfo {
   std::string run_id;
   std::string experiment_name;
@@ -84,6 +91,8 @@ struct RunInfo {
   std::string idempotency_key;
   int current_attempt = 0;    // 0 until the first attempt starts
   std::vector<AttemptInfo> attempts;
+  std::vector<VolumeUsage> volumes;   // GET /runs/{id} only
+  std::vector<std::string> notices;   // said once, in the reply to POST /runs (e.g. no private /Volumes)
 };
 
 struct RunList {
@@ -115,6 +124,8 @@ struct NodeSpec {
   std::string mlflow_run_id;              // the attempt's MLflow run ("" when none)
   uint64_t max_unpack_bytes = 0;          // the snapshot's unpack limits (0: the agent's defaults)
   uint64_t max_unpack_entries = 0;
+  std::string volumes_root;               // the volume storage on this node's file system ("" when none)
+  std::vector<std::string> volumes;       // "catalog/schema/volume" named by the workload (writable by it)
 };
 
 // POST /runs/{run}/attempts/{k}/nodes/{n}/status
@@ -157,6 +168,8 @@ void to_json(nlohmann::json& j, const NodeInfo& v);
 void from_json(const nlohmann::json& j, NodeInfo& v);
 void to_json(nlohmann::json& j, const AttemptInfo& v);
 void from_json(const nlohmann::json& j, AttemptInfo& v);
+void to_json(nlohmann::json& j, const VolumeUsage& v);
+void from_json(const nlohmann::json& j, VolumeUsage& v);
 void to_json(nlohmann::json& j, const RunInfo& v);
 void from_json(const nlohmann::json& j, RunInfo& v);
 void to_json(nlohmann::json& j, const RunList& v);

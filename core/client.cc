@@ -49,11 +49,14 @@ size_t on_header(char* p, size_t sz, size_t n, void* ud) {
 struct Progress {
   const ProgressFn* fn;
   uint64_t total;
+  bool download = false;
 };
 
-int on_progress(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t ulnow) {
+int on_progress(void* ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
   auto* p = static_cast<Progress*>(ud);
-  if (p->fn && *p->fn) (*p->fn)(static_cast<uint64_t>(ulnow), p->total);
+  if (!p->fn || !*p->fn) return 0;
+  if (p->download) (*p->fn)(static_cast<uint64_t>(dlnow), static_cast<uint64_t>(dltotal));
+  else (*p->fn)(static_cast<uint64_t>(ulnow), p->total);
   return 0;
 }
 
@@ -176,6 +179,9 @@ void Client::throw_api_error(const HttpResponse& r) const {
       message = it->value("message", "");
       if (auto d = it->find("diagnostics"); d != it->end() && d->is_array())
         for (const auto& x : *d) diags.push_back(diagnostic_from_json(x));
+    } else if (j.contains("error_code")) {  // Databricks' shape (secrets, Files API)
+      code = j.value("error_code", code);
+      message = j.value("message", "");
     }
   } catch (const std::exception&) {
   }
@@ -239,7 +245,8 @@ nlohmann::json Client::put_file(const std::string& path, const std::string& file
   return r.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.body);
 }
 
-void Client::get_to_file(const std::string& path, const std::string& file, long timeout_ms) {
+void Client::get_to_file(const std::string& path, const std::string& file, const ProgressFn& progress,
+                         long timeout_ms) {
   std::string part = file + ".part";
   FILE* f = std::fopen(part.c_str(), "wb");
   if (!f) throw Error("cannot write " + part);
@@ -249,6 +256,12 @@ void Client::get_to_file(const std::string& path, const std::string& file, long 
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_file);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+  Progress prog{&progress, 0, true};
+  if (progress) {
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+  }
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   CURLcode rc = curl_easy_perform(c);

@@ -45,7 +45,7 @@ struct HttpResponse {
   }
 };
 
-// Called during uploads with (bytes sent, total bytes).
+// Called during uploads and downloads with (bytes moved, total bytes; 0 while unknown).
 using ProgressFn = std::function<void(uint64_t, uint64_t)>;
 
 class Client {
@@ -65,8 +65,10 @@ class Client {
   bool head(const std::string& path, long timeout_ms = 30000);
   // Streams a file as the body of a PUT.
   nlohmann::json put_file(const std::string& path, const std::string& file, const ProgressFn& progress = {});
-  // Streams a GET's body into a file (written to file + ".part", renamed when complete). timeout 0: none.
-  void get_to_file(const std::string& path, const std::string& file, long timeout_ms = 0);
+  // Streams a GET's body into a file (written to file + ".part", renamed when complete); progress may be
+  // empty; timeout 0: none.
+  void get_to_file(const std::string& path, const std::string& file, const ProgressFn& progress = {},
+                   long timeout_ms = 0);
   // Any request; does not throw on HTTP error statuses (only on transport failures).
   HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::string& content_type = {}, long timeout_ms = 30000);

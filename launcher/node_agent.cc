@@ -337,7 +337,16 @@ int run_node_agent(const NodeAgentOptions& o) {
     for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
     if (status.stop_requested()) throw Error("stopped by workspace");
     if (g_signal.load()) throw Error("node agent interrupted before the command started");
-    spawn.argv = {"bash", "-c", spec.command};
+    VolumesSetup vols = prepare_volumes(spec, paths.code_dir, spawn.env, log);
+    if (!vols.notice.empty()) {  // the user reads the node log, not agent.log
+      RedactingFramer note('e', pipeline.secrets);
+      std::string framed;
+      note.feed("air node: " + vols.notice + "\n", unix_time_ms(), framed);
+      note.flush(unix_time_ms(), framed);
+      pipeline.add(framed);
+    }
+    spawn.argv = vols.argv_prefix;
+    spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
     spawn.cwd = paths.code_dir;
     spawn.guardian_grace = o.stop_grace;
     ChildProcess child(spawn);

@@ -68,6 +68,15 @@ std::vector<std::string> build_command_env(const api::NodeSpec& spec, const Node
 // The current process's environment as "NAME=value" strings.
 std::vector<std::string> current_environment();
 
+// Makes the volume folders the workload names and decides how the command sees /Volumes: the argv words
+// to run it under (bubblewrap), or none and AIR_VOLUMES_ROOT added to env with a notice for the node log.
+struct VolumesSetup {
+  std::vector<std::string> argv_prefix;
+  std::string notice;  // non-empty on the fallback
+};
+VolumesSetup prepare_volumes(const NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
+                             AgentLog& log);
+
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.
 void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& workdir,
                                const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits = {});

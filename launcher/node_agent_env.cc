@@ -125,7 +125,7 @@ void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const 
   std::string unverified = archive + ".unverified";  // until its SHA-256 matches
   log.info("downloading snapshot " + digest.substr(0, 12));
   try {
-    client.get_to_file(std::string(api::kPrefix) + "/snapshots/" + digest, unverified, 10 * 60 * 1000);
+    client.get_to_file(std::string(api::kPrefix) + "/snapshots/" + digest, unverified, {}, 10 * 60 * 1000);
   } catch (const Error& e) {  // get_to_file removed what it had written
     throw Error("cannot download snapshot " + digest.substr(0, 12) + ": " + e.what());
   }

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/local_daemon.h"
 #include "server/http_server.h"
+#include "server/files_api.h"
 #include "server/local_backend.h"
 #include "server/server_config.h"
 #include "server/services.h"
@@ -98,6 +99,7 @@ class Api {
     services_routes();
     install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
     install_web_ui(srv_);        // the run page itself, at /
+    install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/files_api.cc)
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -379,8 +381,10 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
   wo.max_unpack_bytes = o.max_unpack_bytes;
   wo.max_unpack_entries = o.max_unpack_entries;
+  wo.volumes_root = o.volumes_root;
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   NodeBackend nb = make_backend(o);
+  wo.probe_volumes_ns = nb.name == "local";  // Slurm nodes are other machines: their agents say it
   Workspace ws(wo, std::move(nb.backend));
   Api api(*srv, ws);  // lives as long as the server: the routes capture it
   api.install();

@@ -9,6 +9,7 @@ namespace air::server {
 
 struct ServerOptions {
   std::string home;              // state folder ($AIR_HOME)
+  std::string volumes_root;      // /Volumes storage; empty: home/volumes (Slurm: a shared file system)
   std::string host = "127.0.0.1";
   int port = 8470;               // 0: a random free port
   int prefer_port = 0;           // with port 0: try this one first (a restarted local daemon keeps its port so

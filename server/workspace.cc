@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/run_state.h"
+#include "core/volume_ns.h"
 #include "core/workload.h"
 #include "server/services.h"
 
@@ -58,6 +59,14 @@ int64_t system_now_ms() {
 
 HttpError not_found(const std::string& what) { return HttpError(404, "NOT_FOUND", what); }
 
+// The /Volumes paths a run's workload names: in its command, env_variables and parameters.
+std::vector<std::string> named_volume_paths(const std::string& spec_json) {
+  auto t = json::parse(spec_json);
+  std::string text = t.value("command", "") + "\n" + t.value("parameters_yaml", "");
+  for (const auto& kv : t.value("env", json::array())) text += "\n" + kv.at(1).get<std::string>();
+  return volume_paths_in(text);
+}
+
 }  // namespace
 
 Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
@@ -65,6 +74,7 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       backend_(std::move(backend)),
       store_((fs::create_directories(opts_.home), opts_.home + "/workspace.db")),
       blobs_(opts_.home + "/blobs"),
+      volumes_(opts_.volumes_root.empty() ? opts_.home + "/volumes" : opts_.volumes_root),
       logs_(opts_.home + "/runs"),
       services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
@@ -256,7 +266,12 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
   RunRecord& stored = runs_[id];
   save(stored);
   try_start_attempt(stored);
-  return stored.info;
+  api::RunInfo reply = stored.info;
+  if (opts_.probe_volumes_ns && !named_volume_paths(stored.spec_json).empty()) {
+    std::call_once(ns_probe_once_, [this] { ns_probe_ = probe_volumes_ns(volumes_.root()); });
+    if (!ns_probe_.empty()) reply.notices.push_back(volumes_fallback_notice(ns_probe_, volumes_.root()));
+  }
+  return reply;
 }
 
 std::vector<std::string> Workspace::allocate_gpus(int nodes, int per_node) {
@@ -361,9 +376,11 @@ void Workspace::check_node(const RunRecord& r, int attempt, int node) const {
 
 api::RunInfo Workspace::get(const std::string& id) const {
   api::RunInfo info;
+  std::string spec;
   {
     std::lock_guard<std::mutex> g(mu_);
     info = find(id).info;
+    spec = find(id).spec_json;
   }
   services_->add_metrics(info);  // outside the lock: a read of the MLflow tables
   for (auto& a : info.attempts)    // each node's stored log size (the run page shows it)
@@ -372,6 +389,10 @@ api::RunInfo Workspace::get(const std::string& id) const {
       auto bytes = std::filesystem::file_size(logs_.path({id, a.number, n.rank}), ec);
       n.log_bytes = ec ? 0 : static_cast<uint64_t>(bytes);
     }
+  for (const auto& path : named_volume_paths(spec)) {
+    auto u = volumes_.usage(parse_volume_path(path));
+    info.volumes.push_back({path, u.files, u.bytes, u.exists});
+  }
   return info;
 }
 
@@ -439,6 +460,11 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
   s.environment_version = t.value("environment_version", "");
   for (const auto& a : r.info.attempts)
     if (a.number == attempt) s.mlflow_run_id = a.mlflow_run_id;
+  s.volumes_root = volumes_.root();
+  for (const auto& path : named_volume_paths(r.spec_json)) {
+    std::string key = parse_volume_path(path).volume_key();
+    if (std::find(s.volumes.begin(), s.volumes.end(), key) == s.volumes.end()) s.volumes.push_back(key);
+  }
   return s;
 }
 

@@ -19,6 +19,7 @@
 #include "server/blob_store.h"
 #include "server/log_store.h"
 #include "server/store.h"
+#include "server/volumes.h"
 
 namespace air::server {
 
@@ -36,6 +37,8 @@ struct HttpError : std::runtime_error {
 struct WorkspaceOptions {
   std::string home;      // state folder: workspace.db, blobs/, runs/
   std::string bin_dir;   // given to agents (--bin-dir)
+  std::string volumes_root;  // where /Volumes is kept; empty: home/volumes
+  bool probe_volumes_ns = false;  // nodes run on this machine: tell at submit when /Volumes cannot be mapped
   uint64_t max_snapshot_bytes = 4ull << 30;
   uint64_t max_unpack_bytes = 8ull << 30;   // what one node may unpack a snapshot to (disk blocks)
   uint64_t max_unpack_entries = 1000000;
@@ -90,6 +93,7 @@ class Workspace {
   BlobStore& blobs() { return blobs_; }
   // Told of every log append and run-state change (see LogStore::set_listener).
   void set_log_listener(std::function<void()> f) { logs_.set_listener(std::move(f)); }
+  VolumeStore& volumes() { return volumes_; }
   // Secrets and MLflow (server/services.h).
   WorkspaceServices& services() { return *services_; }
   const WorkspaceOptions& options() const { return opts_; }
@@ -133,6 +137,9 @@ class Workspace {
   std::unique_ptr<Backend> backend_;
   Store store_;
   BlobStore blobs_;
+  VolumeStore volumes_;
+  std::once_flag ns_probe_once_;
+  std::string ns_probe_;  // "" when private /Volumes namespaces work here
   LogStore logs_;
   std::unique_ptr<WorkspaceServices> services_;
   std::string url_;

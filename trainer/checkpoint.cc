@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -43,6 +44,14 @@ void copy_if_exists(const fs::path& from, const fs::path& to) {
 std::string dtype_name(at::ScalarType t) { return t == at::kBFloat16 ? "bfloat16" : t == at::kHalf ? "float16" : "float32"; }
 
 }  // namespace
+
+std::string map_volumes_path(const std::string& path) {
+  const char* root = std::getenv("AIR_VOLUMES_ROOT");
+  if (!root || !*root || path.rfind("/Volumes/", 0) != 0) return path;
+  std::error_code ec;
+  if (fs::exists("/Volumes", ec)) return path;
+  return (fs::path(root) / path.substr(std::string("/Volumes/").size())).string();
+}
 
 void check_output_dir(const std::string& output_dir) {
   fs::path dir(output_dir);

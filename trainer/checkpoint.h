@@ -33,6 +33,10 @@ inline constexpr const char* kShardedSubdir = "sharded";
 // other than an earlier checkpoint (or only sharded checkpoints), or its parent cannot be created.
 void check_output_dir(const std::string& output_dir);
 
+// A "/Volumes/..." output_dir where this process has no /Volumes but the node agent set AIR_VOLUMES_ROOT
+// (no private mount namespace on this node): the same path under that root. Else the path unchanged.
+std::string map_volumes_path(const std::string& path);
+
 // The tensors of a checkpoint in write order, with HF names (lm_head.weight absent when tied).
 std::vector<TensorSpec> checkpoint_specs(const LlamaConfig& c, at::ScalarType dtype);
 

@@ -157,6 +157,10 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
   // Rank 0 and the first rank of every other node print, so each node's log shows the (global) loss.
   std::ostream& log = s.rank == 0 || s.local_rank == 0 ? out : sink;
   log << render_config(c);
+  if (auto mapped = map_volumes_path(c.output_dir); mapped != c.output_dir) {
+    log << "output_dir " << c.output_dir << " -> " << mapped << " (AIR_VOLUMES_ROOT: this node has no /Volumes)\n";
+    c.output_dir = mapped;
+  }
 
   const Source model = resolve_model(c.model_name, &log);
   log << "model source: " << c.model_name << " from " << model.origin << "\n";
