@@ -79,7 +79,7 @@ ok_id=$(submit_archive ok "$cases/ok.tar")
 
 # One listing per poll (not one `get run` per run): the runs end in any order.
 for _ in $(seq 1 600); do
-  "$AIR" -o json list --all-status | json_get - 'sum(r["state"] in ("PENDING", "RUNNING") for r in d["runs"])' \
+  "$AIR" -o json list --all-status | json_get - 'sum(r["status"] in ("PENDING", "RUNNING") for r in d["runs"])' \
     | grep -qx 0 && break
   sleep 0.2
 done
