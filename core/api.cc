@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 namespace air::api {
 
@@ -10,16 +12,31 @@ using nlohmann::json;
 
 namespace {
 
+// nlohmann converts a float to an integer type with a plain cast, which is undefined behaviour when the
+// value does not fit (1e30 as uint64_t; found by fuzzing): such a field is refused as a type error (400).
+template <typename T>
+T value_of(const json& v, const char* key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      if (!(d >= static_cast<double>(std::numeric_limits<T>::min()) &&
+            d < std::ldexp(1.0, std::numeric_limits<T>::digits)))
+        throw json::type_error::create(302, std::string("field '") + key + "' is out of range", &v);
+    }
+  }
+  return v.get<T>();
+}
+
 template <typename T>
 void get(const json& j, const char* key, T& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->get<T>();
+  if (it != j.end() && !it->is_null()) out = value_of<T>(*it, key);
 }
 
 template <typename T>
 void get_opt(const json& j, const char* key, std::optional<T>& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->get<T>();
+  if (it != j.end() && !it->is_null()) out = value_of<T>(*it, key);
 }
 
 template <typename T>
@@ -141,6 +158,7 @@ void to_json(json& j, const RunInfo& v) {
            {"gpu", v.gpu},
            {"max_retries", v.max_retries},
            {"timeout_minutes", opt(v.timeout_minutes)},
+           {"stall_timeout_minutes", opt(v.stall_timeout_minutes)},
            {"submitted_at_ms", v.submitted_at_ms},
            {"started_at_ms", v.started_at_ms},
            {"ended_at_ms", v.ended_at_ms},
@@ -166,6 +184,7 @@ void from_json(const json& j, RunInfo& v) {
   get(j, "gpu", v.gpu);
   get(j, "max_retries", v.max_retries);
   get_opt(j, "timeout_minutes", v.timeout_minutes);
+  get_opt(j, "stall_timeout_minutes", v.stall_timeout_minutes);
   get(j, "submitted_at_ms", v.submitted_at_ms);
   get(j, "started_at_ms", v.started_at_ms);
   get(j, "ended_at_ms", v.ended_at_ms);

@@ -83,6 +83,7 @@ struct RunInfo {
   bool gpu = false;
   int max_retries = 0;
   std::optional<int> timeout_minutes;
+  std::optional<double> stall_timeout_minutes;  // the stall watchdog (fractions allowed)
   int64_t submitted_at_ms = 0, started_at_ms = 0, ended_at_ms = 0;
   std::string snapshot_digest;
   uint64_t snapshot_bytes = 0;

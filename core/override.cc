@@ -133,7 +133,7 @@ class Applier {
         key.pos = {index_, 1, parts[i].column};
         YamlNode empty;
         empty.pos = key.pos;
-        cur->entries.emplace_back(std::move(key), std::move(empty));
+        cur->entries.push_back(YamlEntry{std::move(key), std::move(empty)});
         child = &cur->entries.back().second;
         if (i + 1 == parts.size()) {
           std::string note = fmt::format("Override: setting {} to {}", path, short_text(value));

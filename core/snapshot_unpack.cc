@@ -203,6 +203,10 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
 
   Fd dir = open_parent(name, parts, true);
   if (hardlink) {
+    // A link entry with data of its own would overwrite the file it links to (libarchive's extractor
+    // writes it there); air never writes such entries, so they are refused rather than half-honoured.
+    if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
+      throw unsafe(name, "is a hard link that carries data (" + std::to_string(archive_entry_size(e)) + " bytes)");
     std::string t = hardlink;
     if (!t.empty() && t[0] == '/') throw unsafe(name, "is a hard link to an absolute path (" + t + ")");
     std::vector<std::string> target = split_target(t);

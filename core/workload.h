@@ -68,6 +68,7 @@ struct Workload {
   std::string parameters_yaml;  // `parameters` rendered as YAML (empty when absent); HYPERPARAMETERS_PATH
   int max_retries = 3;
   std::optional<int> timeout_minutes;
+  std::optional<double> stall_timeout_minutes;  // fractions allowed (0.5 = 30 s)
   std::string idempotency_token;
   std::string mlflow_run_name;
   std::string mlflow_experiment_directory;

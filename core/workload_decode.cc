@@ -90,6 +90,7 @@ void WorkloadDecoder::check_structure(const YamlNode& n, const FieldSpec& spec, 
     case FieldType::kStringOrInteger:
     case FieldType::kBoolOrString: check_scalar(n, spec, key); break;
     case FieldType::kInteger: check_integer(n, spec); break;
+    case FieldType::kNumber: check_number(n, spec); break;
     case FieldType::kStringList:
     case FieldType::kObjectList: check_list(n, spec, where); break;
     case FieldType::kScalarMap: check_scalar_map(n, spec); break;
@@ -160,6 +161,13 @@ void WorkloadDecoder::check_scalar(const YamlNode& n, const FieldSpec& spec, con
                          ? "write a multi-line command as a block: 'command: |' followed by indented lines"
                          : "write a single value after the ':'";
   error(n, fmt::format("'{}' must be {}, found {}", spec.path, expected, describe_node(n)), hint);
+}
+
+void WorkloadDecoder::check_number(const YamlNode& n, const FieldSpec& spec) {
+  if (n.is_scalar() && n.plain && (yaml_int_text(n.scalar) || yaml_float_text(n.scalar))) return;
+  bad_.insert(&n);
+  error(n, fmt::format("'{}' must be a number, found {}", spec.path, describe_node(n)),
+        n.is_scalar() && !n.plain ? "remove the quotes" : "write a number such as 30 or 0.5");
 }
 
 void WorkloadDecoder::check_integer(const YamlNode& n, const FieldSpec& spec) {

@@ -31,6 +31,7 @@ class WorkloadDecoder {
   void check_object(const YamlNode& n, const FieldSpec& spec, const YamlNode* key, const std::string& where);
   void check_scalar(const YamlNode& n, const FieldSpec& spec, const YamlNode* key);
   void check_integer(const YamlNode& n, const FieldSpec& spec);
+  void check_number(const YamlNode& n, const FieldSpec& spec);
   void check_list(const YamlNode& n, const FieldSpec& spec, const std::string& where);
   void check_scalar_map(const YamlNode& n, const FieldSpec& spec);
   void unknown_key(const YamlNode& key, const FieldSpec& spec, const std::string& where);

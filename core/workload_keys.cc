@@ -102,6 +102,9 @@ FieldSpec build() {
        field("max_retries", T::kInteger, false, "How many times a failed run is retried as a whole (>= 0).", {},
              "3"),
        field("timeout_minutes", T::kInteger, false, "Ends the run as TIMED_OUT after this many minutes (>= 1)."),
+       field("stall_timeout_minutes", T::kNumber, false,
+             "Fails the attempt when a running node writes no log line for this many minutes (> 0, fractions "
+             "allowed), naming the stalled node; the attempt is then retried per max_retries."),
        field("idempotency_token", T::kString, false,
              "Submitting twice with the same token gives the same run (1-64 characters)."),
        field("mlflow_run_name", T::kString, false, "The MLflow run name: 1-100 characters of A-Z a-z 0-9 _ -."),
@@ -151,6 +154,7 @@ std::string type_name(FieldType t) {
   switch (t) {
     case T::kString: return "string";
     case T::kInteger: return "integer";
+    case T::kNumber: return "number";
     case T::kStringOrInteger: return "string or integer";
     case T::kBoolOrString: return "boolean or string";
     case T::kObject: return "object";

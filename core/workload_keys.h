@@ -11,6 +11,7 @@ namespace air {
 enum class FieldType {
   kString,          // any scalar, kept as text
   kInteger,         // a plain whole number
+  kNumber,          // a plain number, fractions allowed (stall_timeout_minutes)
   kStringOrInteger, // a scalar (environment.version)
   kBoolOrString,    // git.remote
   kObject,          // a mapping with the listed children only

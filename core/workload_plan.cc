@@ -76,6 +76,8 @@ std::string render_plan_text(const PlanInput& in) {
   out += fmt::format("retries        {} (the whole run is retried on failure)\n", w.max_retries);
   out += fmt::format("timeout        {}\n", w.timeout_minutes ? fmt::format("{} minutes", *w.timeout_minutes)
                                                                : std::string("none"));
+  if (w.stall_timeout_minutes)
+    out += fmt::format("stall timeout  {} minutes without a log line fails the attempt\n", *w.stall_timeout_minutes);
   if (!w.mlflow_run_name.empty()) out += fmt::format("mlflow run     {}\n", w.mlflow_run_name);
   if (w.environment.version) out += fmt::format("env version    {}\n", *w.environment.version);
   if (w.environment.docker_image) {
@@ -164,6 +166,7 @@ nlohmann::json plan_to_json(const PlanInput& in) {
     j["docker_image"] = {{"url", d.url}, {"tag_policy", d.tag_policy}};
   }
   if (!w.mlflow_run_name.empty()) j["mlflow_run_name"] = w.mlflow_run_name;
+  if (w.stall_timeout_minutes) j["stall_timeout_minutes"] = *w.stall_timeout_minutes;
   if (w.code_source) {
     const CodeSource& cs = *w.code_source;
     json c = {{"type", cs.type},

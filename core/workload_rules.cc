@@ -1,6 +1,7 @@
 // The semantic rules for code_source (with root_path resolution and existence checks) and the run
 // options (retries, timeout, tokens, MLflow names, permissions, usage policy).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -188,6 +189,15 @@ void WorkloadDecoder::decode_run_options(const YamlNode& root, Workload& w) {
   if (auto v = integer(timeout)) {
     w.timeout_minutes = static_cast<int>(*v);
     if (*v < 1) error(*timeout.value, fmt::format("'timeout_minutes' must be >= 1, found {}", *v), "remove it for no timeout");
+  }
+  Entry stall = get(&root, "stall_timeout_minutes");
+  if (stall && stall.value->is_scalar()) {
+    double v = std::strtod(stall.value->scalar.c_str(), nullptr);
+    if (!(v > 0) || !std::isfinite(v))
+      error(*stall.value, fmt::format("'stall_timeout_minutes' must be > 0, found {}", stall.value->scalar),
+            "remove it for no stall watchdog");
+    else
+      w.stall_timeout_minutes = v;
   }
   if (Entry tok = get(&root, "idempotency_token")) {
     w.idempotency_token = trim(*text(tok));

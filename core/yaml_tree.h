@@ -20,6 +20,8 @@ struct YamlPos {
   int column = 0;
 };
 
+struct YamlEntry;
+
 struct YamlNode {
   enum class Kind { kNull, kScalar, kSequence, kMapping };
   Kind kind = Kind::kNull;
@@ -28,7 +30,9 @@ struct YamlNode {
   std::string tag;     // an explicit tag other than !!str, as yaml-cpp reports it (usually empty)
   YamlPos pos;
   std::vector<YamlNode> items;                         // sequence
-  std::vector<std::pair<YamlNode, YamlNode>> entries;  // mapping: key, value (duplicates kept)
+  // Mapping: key, value (duplicates kept). Not std::pair: a pair of the still-incomplete YamlNode does not
+  // compile with clang + libstdc++ (only vectors may hold incomplete types).
+  std::vector<YamlEntry> entries;
 
   bool is_null() const { return kind == Kind::kNull; }
   bool is_scalar() const { return kind == Kind::kScalar; }
@@ -37,6 +41,11 @@ struct YamlNode {
   // The value of the first entry whose key is `key`; nullptr if none.
   const YamlNode* find(std::string_view key) const;
   YamlNode* find(std::string_view key);
+};
+
+struct YamlEntry {
+  YamlNode first;   // the key
+  YamlNode second;  // the value
 };
 
 // "a mapping", "a sequence", "a string 'x'", "the number 8", "nothing (null)": for "found ..." texts.

@@ -49,12 +49,16 @@ void LineFramer::feed(std::string_view data, int64_t now_ms, std::string& out) {
     const void* nl = std::memchr(data.data(), '\n', data.size());
     if (!nl) {
       partial_.append(data);
-      // A line that keeps growing is cut now rather than held in memory without bound.
-      if (partial_.size() > max_line_) {
-        size_t cut = utf8_safe_cut(partial_, max_line_);
-        emit(std::string_view(partial_).substr(0, cut), now_ms, out);
-        partial_.erase(0, cut);
+      // A line that keeps growing is cut now rather than held in memory without bound: every full piece,
+      // not just one per read (one cut per read let a read longer than the limit grow it; found by fuzzing).
+      size_t done = 0;
+      while (partial_.size() - done > max_line_) {
+        std::string_view rest = std::string_view(partial_).substr(done);
+        size_t cut = utf8_safe_cut(rest, max_line_);
+        emit(rest.substr(0, cut), now_ms, out);
+        done += cut;
       }
+      partial_.erase(0, done);
       return;
     }
     size_t len = static_cast<const char*>(nl) - data.data();

@@ -44,7 +44,10 @@ std::optional<int64_t> i64(const nlohmann::json& p, const char* name, bool requi
     return std::nullopt;
   }
   if (f->is_number_integer()) return f->get<int64_t>();
-  if (f->is_number_float() && std::floor(f->get<double>()) == f->get<double>()) return static_cast<int64_t>(f->get<double>());
+  // A whole float within int64's range only: casting 1e30 to int64_t is undefined behaviour (found by fuzzing).
+  if (f->is_number_float() && std::floor(f->get<double>()) == f->get<double>() &&
+      std::fabs(f->get<double>()) < 9.2e18)
+    return static_cast<int64_t>(f->get<double>());
   if (f->is_string()) {
     const std::string& s = f->get_ref<const std::string&>();
     char* end = nullptr;

@@ -226,6 +226,7 @@ void Workspace::tick_run(RunRecord& r) {
     begin_stop(r, "timeout", fmt::format("timed out after {} minute(s)", *r.info.timeout_minutes));
     return;
   }
+  if (check_stall(r, *a, t)) return;
   bool restarted = restarted_runs_.count(r.info.run_id) > 0;
   for (auto& n : a->nodes) {
     if (is_node_terminal(n.state)) continue;
@@ -250,11 +251,33 @@ void Workspace::tick_run(RunRecord& r) {
   maybe_finish_attempt(r);
 }
 
+// The stall watchdog: a running node whose log has not grown for stall_timeout_minutes is declared failed
+// (its command may be stuck in a collective forever, which no exit code or heartbeat reveals). The clock
+// starts at the node's first check, so a restarted workspace gives every node a full period again.
+bool Workspace::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
+  if (!r.info.stall_timeout_minutes) return false;
+  const auto limit = static_cast<int64_t>(*r.info.stall_timeout_minutes * static_cast<double>(opts_.minute_ms));
+  for (auto& n : a.nodes) {
+    if (n.state != "RUNNING") continue;
+    auto& rt = runtime_[{r.info.run_id, a.number, n.rank}];
+    if (!rt.last_output_ms) rt.last_output_ms = t;
+    if (t - rt.last_output_ms < limit) continue;
+    node_failed(r, n.rank, std::nullopt,
+                fmt::format("node {} stalled: no log line for {:.3g} s (stall_timeout_minutes {:g})", n.rank,
+                            static_cast<double>(t - rt.last_output_ms) / 1000.0, *r.info.stall_timeout_minutes),
+                {});
+    maybe_finish_attempt(r);
+    return true;
+  }
+  return false;
+}
+
 AppendResult Workspace::append_log(const std::string& id, int attempt, int node, uint64_t offset,
                                    std::string_view data) {
   {
     std::lock_guard<std::mutex> g(mu_);
     check_node(find(id), attempt, node);
+    if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
   }
   return logs_.append({id, attempt, node}, offset, data);
 }

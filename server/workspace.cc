@@ -241,6 +241,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
   i.gpu = w.compute.gpu;
   i.max_retries = w.max_retries;
   i.timeout_minutes = w.timeout_minutes;
+  i.stall_timeout_minutes = w.stall_timeout_minutes;
   i.submitted_at_ms = now();
   i.snapshot_digest = req.snapshot_digest;
   i.snapshot_bytes = req.snapshot_digest.empty() ? 0 : blobs_.size(req.snapshot_digest);

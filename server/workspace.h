@@ -103,6 +103,7 @@ class Workspace {
  private:
   struct NodeRuntime {
     int64_t last_seen_ms = 0;
+    int64_t last_output_ms = 0;  // the last log append with data (the stall watchdog's clock)
   };
   struct Lingering {
     int agent_pid;
@@ -122,6 +123,7 @@ class Workspace {
   void maybe_finish_attempt(RunRecord& r);
   void finish_attempt(RunRecord& r);
   void tick_run(RunRecord& r);
+  bool check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t);
   // Batch backends (server/scheduler_jobs.cc): poll job states and run cancellations without the lock.
   void run_launches();
   void apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error);

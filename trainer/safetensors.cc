@@ -20,8 +20,6 @@ namespace air::train {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;
-
 std::string sys_error() { return std::strerror(errno); }
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -81,40 +79,6 @@ void close_synced(int fd, const std::string& path) {
   if (::fsync(fd) != 0 || ::close(fd) != 0) throw Error("cannot write " + path + ": " + sys_error());
 }
 
-TensorEntry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v,
-                        uint64_t data_size) {
-  auto bad = [&](const std::string& what) {
-    return Error(path + ": tensor '" + name + "': " + what, "the file is corrupt or was not fully written");
-  };
-  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-    throw bad("header entry needs dtype, shape and data_offsets");
-  TensorEntry e;
-  if (!v["dtype"].is_string()) throw bad("dtype is not a string");
-  e.dtype = v["dtype"];
-  at::ScalarType st = safetensors_dtype(e.dtype, path + ": tensor '" + name + "'");
-  uint64_t numel = 1;
-  if (!v["shape"].is_array()) throw bad("shape is not a list");
-  for (const auto& d : v["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) throw bad("shape has a bad dimension " + d.dump());
-    e.shape.push_back(d.get<int64_t>());
-    numel *= static_cast<uint64_t>(d.get<int64_t>());
-  }
-  const auto& o = v["data_offsets"];
-  if (!o.is_array() || o.size() != 2 || !o[0].is_number_unsigned() || !o[1].is_number_unsigned())
-    throw bad("data_offsets must be two non-negative integers");
-  e.begin = o[0];
-  e.end = o[1];
-  if (e.begin > e.end) throw bad("data_offsets are reversed");
-  if (e.end > data_size)
-    throw bad("data ends at byte " + std::to_string(e.end) + " but the file holds only " +
-              std::to_string(data_size) + " data bytes (truncated?)");
-  if (e.end - e.begin != numel * at::elementSize(st))
-    throw bad("shape " + shape_str(e.shape) + " in " + e.dtype + " needs " +
-              std::to_string(numel * at::elementSize(st)) + " bytes, data_offsets give " +
-              std::to_string(e.end - e.begin));
-  return e;
-}
-
 }  // namespace
 
 uint64_t TensorSpec::bytes() const {
@@ -161,10 +125,9 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     throw Error("cannot stat " + path + ": " + sys_error());
   }
   f->size_ = static_cast<size_t>(st.st_size);
-  if (f->size_ < 8) {
+  if (f->size_ == 0) {
     ::close(fd);
-    throw Error(path + ": file is " + std::to_string(f->size_) + " bytes, too short for a safetensors header",
-                "the file is corrupt or was not fully written");
+    (void)parse_safetensors_header(nullptr, 0, path);  // throws "too short"
   }
   f->map_ = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
@@ -173,26 +136,10 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     throw Error("cannot map " + path + ": " + sys_error());
   }
   const auto* bytes = static_cast<const uint8_t*>(f->map_);
-  uint64_t hlen = 0;
-  for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(bytes[i]) << (8 * i);
-  if (hlen > kMaxHeaderBytes || hlen > f->size_ - 8)
-    throw Error(path + ": header length " + std::to_string(hlen) + " does not fit the file (" +
-                    std::to_string(f->size_) + " bytes)",
-                "the file is corrupt, truncated, or not a safetensors file");
-  auto header = nlohmann::json::parse(bytes + 8, bytes + 8 + hlen, nullptr, false);
-  if (header.is_discarded() || !header.is_object())
-    throw Error(path + ": the header is not a JSON object", "the file is corrupt or not a safetensors file");
-  f->data_ = bytes + 8 + hlen;
-  const uint64_t data_size = f->size_ - 8 - hlen;
-  for (const auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      if (v.is_object())
-        for (const auto& [k, mv] : v.items())
-          if (mv.is_string()) f->metadata_[k] = mv.get<std::string>();
-      continue;
-    }
-    f->entries_[name] = parse_entry(path, name, v, data_size);
-  }
+  SafetensorsHeader h = parse_safetensors_header(bytes, f->size_, path);
+  f->data_ = bytes + h.data_offset;
+  f->entries_ = std::move(h.entries);
+  f->metadata_ = std::move(h.metadata);
   return f;
 }
 

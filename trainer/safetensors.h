@@ -10,13 +10,9 @@
 
 #include <ATen/ATen.h>
 
-namespace air::train {
+#include "trainer/safetensors_header.h"
 
-struct TensorEntry {
-  std::string dtype;  // "BF16", "F32", ...
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;  // byte offsets into the data section
-};
+namespace air::train {
 
 // One memory-mapped .safetensors file. Every problem is an air::Error naming the file (and tensor).
 class SafetensorsFile {

@@ -445,3 +445,22 @@ air: 5 errors in train.yaml; nothing was submitted
 )");
 }
 
+
+TEST_CASE("stall_timeout_minutes: a positive number, fractions allowed", "[workload][stall]") {
+  auto ok = air::parse_workload_text(
+      "experiment_name: s\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\ncommand: x\n"
+      "stall_timeout_minutes: 0.25\n",
+      "t.yaml", "/", [] { air::ParseOptions o; o.check_paths = false; return o; }());
+  REQUIRE(ok.ok());
+  CHECK(*ok.workload->stall_timeout_minutes == 0.25);
+  for (const char* bad : {"0", "-1", "'5'", "[1]", "soon"}) {
+    auto r = air::parse_workload_text(
+        std::string("experiment_name: s\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\n"
+                    "command: x\nstall_timeout_minutes: ") + bad + "\n",
+        "t.yaml", "/", [] { air::ParseOptions o; o.check_paths = false; return o; }());
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.diagnostics.at(0).message.find("'stall_timeout_minutes' must be") != std::string::npos);
+    CHECK(r.diagnostics.at(0).line == 4);
+  }
+}

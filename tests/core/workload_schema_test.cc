@@ -25,6 +25,7 @@ json expected_type(air::FieldType t) {
   switch (t) {
     case T::kString: return "string";
     case T::kInteger: return "integer";
+    case T::kNumber: return "number";
     case T::kStringOrInteger: return json::array({"string", "integer"});
     case T::kBoolOrString: return json::array({"boolean", "string"});
     case T::kObject:

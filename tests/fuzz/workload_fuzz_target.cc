@@ -14,13 +14,15 @@ namespace air {
 
 namespace {
 
-std::string check(const ParseResult& r) {
+std::string check(const ParseResult& r, const std::string& input) {
   size_t errors = 0;
   for (const auto& d : r.diagnostics) {
     if (d.severity == "error") ++errors;
     if (d.line < 0 || (d.line > 0 && d.column < 1) || d.length < 1) return "diagnostic with a bad position";
     if (d.message.empty()) return "diagnostic without a message";
-    if (d.message.find("yaml-cpp") != std::string::npos) return "library message leaked: " + d.message;
+    // yaml-cpp's own wording must not reach the user (the input itself may of course spell it).
+    if (d.message.find("yaml-cpp") != std::string::npos && input.find("yaml-cpp") == std::string::npos)
+      return "library message leaked: " + d.message;
     (void)render(d);
   }
   if (r.ok() && errors > 0) return "accepted with errors";
@@ -42,7 +44,7 @@ std::string fuzz_workload_once(const uint8_t* data, size_t size) {
   try {
     ParseOptions opts;
     opts.check_paths = false;
-    if (std::string bad = check(parse_workload_text(text, "fuzz.yaml", "/nonexistent", opts)); !bad.empty())
+    if (std::string bad = check(parse_workload_text(text, "fuzz.yaml", "/nonexistent", opts), text); !bad.empty())
       return bad;
     // The same bytes as an override value and as an override path.
     size_t cut = text.find('\n');
@@ -50,7 +52,7 @@ std::string fuzz_workload_once(const uint8_t* data, size_t size) {
     opts.overrides = {"parameters.x=" + first, first, "compute.num_accelerators=" + first};
     std::string base = "experiment_name: f\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\n"
                        "command: x\n";
-    if (std::string bad = check(parse_workload_text(base, "fuzz.yaml", "/", opts)); !bad.empty()) return bad;
+    if (std::string bad = check(parse_workload_text(base, "fuzz.yaml", "/", opts), text); !bad.empty()) return bad;
     (void)check_requirement(first);
     try {
       (void)field_help("config." + first);

@@ -84,3 +84,15 @@ TEST_CASE("log tail gives the text of the last lines", "[framing]") {
   CHECK(last.back() == "line 19");
   CHECK(last.front().rfind("line ", 0) == 0);  // the line cut at the front of the buffer is left out
 }
+
+// Found by fuzzing (tests/fuzz/corpus/log_framing/regress_1): one cut per read let a read longer than the
+// limit leave more than a line's worth pending, growing with every such read.
+TEST_CASE("framer cuts every full piece of a long read without a newline", "[framing]") {
+  LineFramer f('o', 12);
+  std::string out;
+  f.feed(std::string(33, 'x'), 5, out);
+  CHECK(out == "5 o xxxxxxxxxxxx\n5 o xxxxxxxxxxxx\n");
+  CHECK(f.pending() == 9);
+  for (int i = 0; i < 100; ++i) f.feed(std::string(1000, 'y'), 6, out);
+  CHECK(f.pending() <= 12);
+}

@@ -133,3 +133,14 @@ TEST_CASE("safetensors: an index that names a missing shard or tensor is an erro
   REQUIRE_THROWS_WITH(WeightSet::open_dir(d.string()), Catch::Contains("expected model.safetensors"));
   fs::remove_all(d);
 }
+
+TEST_CASE("safetensors: a shape whose byte count overflows 64 bits is refused, not wrapped to 0 bytes") {
+  fs::path d = temp_dir("overflow");
+  const std::string p = (d / "m.safetensors").string();
+  // 2^62 x 4 elements of 4 bytes wrap to 0 bytes in 64 bits: the old check accepted them over no data.
+  write_raw(p, R"({"t":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})", "");
+  REQUIRE_THROWS_WITH(SafetensorsFile::open(p), Catch::Contains("tensor 't'") && Catch::Contains("is too large"));
+  std::ofstream(p, std::ios::binary | std::ios::trunc).close();
+  REQUIRE_THROWS_WITH(SafetensorsFile::open(p), Catch::Contains("0 bytes, too short"));
+  fs::remove_all(d);
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# kill -9 of the workspace, several times, during a 2-node run that prints numbered lines: each time it is
+# restarted (on its port, by the next CLI call), the agents re-attach and ship what they spooled; the run
+# finishes and every node's log holds exactly lines 1..N (0 lost, 0 duplicated). Prints the figure.
+# FAULT_LINES (default 50,000) and FAULT_KILLS (default 2); bench/faults.sh runs 200,000 lines, 5 kills.
+source "$(dirname "$0")/lib/common.bash"
+
+lines=${FAULT_LINES:-50000}
+kills=${FAULT_KILLS:-2}
+# The lines come in bursts of 1,000 spread over about 3 s per kill plus 3 s, so the kills land mid-run.
+pause=$(python3 -c "print(round((3 * $kills + 3) / ($lines / 1000), 3))")
+cat > "$E2E_TMP/kill.yaml" <<YAML
+experiment_name: fault-workspace-kill
+compute:
+  accelerator_type: CPU_1xHOST
+  num_accelerators: 2
+command: |
+  python3 -u -c '
+  import sys, time
+  for i in range(1, $lines + 1):
+      sys.stdout.write("node %s line %d\n" % (sys.argv[1], i))
+      if i % 1000 == 0:
+          sys.stdout.flush(); time.sleep($pause)
+  ' \$NODE_RANK
+max_retries: 0
+YAML
+
+start=$(date +%s.%N)
+id=$(submit "$E2E_TMP/kill.yaml")
+wait_state "$id" RUNNING 30
+down_max=0
+for k in $(seq 1 "$kills"); do
+  sleep 2
+  pid=$(json_get "$AIR_HOME/server.json" 'd["pid"]')
+  kill -9 "$pid"
+  t0=$(date +%s.%N)
+  sleep 0.5  # the agents go on printing and spooling while nobody listens
+  "$AIR" list > /dev/null  # starts the workspace again on demand
+  new=$(json_get "$AIR_HOME/server.json" 'd["pid"]')
+  [ "$new" != "$pid" ] || fail "kill $k: the workspace was not restarted"
+  down=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")
+  down_max=$(python3 -c "print(max($down_max, $down))")
+done
+wait_state "$id" SUCCEEDED 300
+secs=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+lost=0 dup=0
+for n in 0 1; do
+  "$AIR" logs "$id" --node $n --tail 1000000000 > "$E2E_TMP/node$n.log"
+  seq 1 "$lines" | sed "s/^/node $n line /" > "$E2E_TMP/want$n.log"
+  l=$(comm -23 <(sort "$E2E_TMP/want$n.log") <(sort -u "$E2E_TMP/node$n.log") | wc -l)
+  d=$(($(wc -l < "$E2E_TMP/node$n.log") - $(sort -u "$E2E_TMP/node$n.log" | wc -l)))
+  lost=$((lost + l)) dup=$((dup + d))
+  cmp -s "$E2E_TMP/want$n.log" "$E2E_TMP/node$n.log" || {
+    diff "$E2E_TMP/want$n.log" "$E2E_TMP/node$n.log" | head -10 || true
+    fail "node $n's log is not exactly lines 1..$lines (lost $l, duplicated $d)"; }
+done
+echo "figure: workspace kill -9 x$kills during a 2-node run of $lines lines per node: lost $lost, duplicated $dup, run ${secs} s, longest outage ${down_max} s"
+echo "ok: run $id"
