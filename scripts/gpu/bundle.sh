@@ -59,6 +59,11 @@ cp /usr/include/openssl/*.h "$inc/openssl/"
 cp /usr/include/x86_64-linux-gnu/openssl/*.h "$inc/openssl/" 2>/dev/null || true
 cp /usr/include/snappy-c.h /usr/include/zlib.h /usr/include/zstd.h /usr/include/zstd_errors.h "$inc/"
 cp /usr/include/x86_64-linux-gnu/zconf.h "$inc/" 2>/dev/null || cp /usr/include/zconf.h "$inc/"
+# The Llama 3 tokenizer and Alpaca records the fixture uses (prepare.sh makes them where it has bench_data.sh).
+if [ ! -f "$dest/bench-data/llama3/tokenizer.json" ] || [ ! -f "$dest/bench-data/alpaca-brown.json" ]; then
+  [ -f "$src/scripts/gpu/bench_data.sh" ] || { echo "bundle.sh: no bench-data in $dest and no bench_data.sh" >&2; exit 1; }
+  bash "$src/scripts/gpu/bench_data.sh" "$dest/bench-data" >/dev/null
+fi
 rm -rf "$dest/hub"
 cp -r "$src/hub" "$dest/hub"
 

@@ -110,6 +110,10 @@ else
     local p; p=$(ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ {print $NF; exit}')
     echo "${p:-$W/air/lib/$1}"
   }
+  snappy=$(lib libsnappy.so.1)
+  if [ "$snappy" = "$W/air/lib/libsnappy.so.1" ]; then  # its own folder: air-train's RUNPATH gets only this
+    mkdir -p "$W/snappy" && cp "$snappy" "$W/snappy/" && snappy=$W/snappy/libsnappy.so.1
+  fi
   prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   export TORCH_CUDA_ARCH_LIST=9.0
   inc=$carry/include
@@ -118,7 +122,7 @@ else
     -DCURL_INCLUDE_DIR="$inc" -DCURL_LIBRARY="$(lib libcurl.so.4)" -DOPENSSL_INCLUDE_DIR="$inc" \
     -DOPENSSL_CRYPTO_LIBRARY="$(lib libcrypto.so.3)" -DOPENSSL_SSL_LIBRARY="$(lib libssl.so.3)" \
     -DZLIB_INCLUDE_DIR="$inc" -DZLIB_LIBRARY="$(lib libz.so.1)" -DAIR_ZSTD_LIB="$(lib libzstd.so.1)" \
-    -DAIR_SNAPPY_LIB="$(lib libsnappy.so.1)" > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; die "cmake failed"; }
+    -DAIR_SNAPPY_LIB="$snappy" > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; die "cmake failed"; }
   cmake --build /tmp/air-e2e-build -j "$(nproc)" --target air-train air-train-check >> "$OUT/build.log" 2>&1 ||
     { grep -E "error" -A3 "$OUT/build.log" | head -60; die "the trainer build failed"; }
   g++ -O2 -std=c++20 -I"$carry" "$carry"/launcher/torchrun*.cc -o "$BIN/air-torchrun" >> "$OUT/build.log" 2>&1 ||
@@ -133,6 +137,8 @@ stamp "fixture written: $(du -sh "$W/repos/models" | cut -f1) model, $(du -sh "$
 
 # ---- 1. the local workspace and the secret ---------------------------------------------------------------
 export AIR_HOME=$W/home AIR_CONFIG_FILE=$W/no-config
+# The local workspace counts GPUs with nvidia-smi; say it outright where torch sees them.
+[ "$mode" = tiny ] || export AIR_LOCAL_GPUS=${AIR_LOCAL_GPUS:-$(python3 -c 'import torch; print(torch.cuda.device_count())')}
 unset AIR_HOST AIR_TOKEN
 "$AIR" secrets create-scope my_scope >/dev/null || die "air secrets create-scope failed"
 printf %s "$TOKEN" | "$AIR" secrets put-secret my_scope hf_token >/dev/null || die "air secrets put-secret failed"

@@ -70,7 +70,7 @@ def step_records(path):
 def cmd_steps(a):
     recs = step_records(a.log)
     steps = [r["step"] for r in recs]
-    human = sum(1 for line in open(a.log, errors="replace") if re.search(r"step \d+/\d+ \| loss .* tok/s .* MFU", line))
+    human = sum(1 for line in open(a.log, errors="replace") if re.search(r"step \d+/\d+ \|.*loss.*tok/s.*MFU", line))
     ok = steps == list(range(1, a.steps + 1)) and human == a.steps
     ok = ok and all(k in r for r in recs for k in ("loss", "tokens_per_s_padded", "mfu"))
     losses = [r["loss"] for r in recs]
@@ -167,7 +167,7 @@ def cmd_logits(a):
     ours = torch.frombuffer(bytearray(ours_raw), dtype=torch.float32).view(shape)
     t = time.time()
     dt = torch.bfloat16 if a.device == "cuda" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(a.checkpoint, dtype=dt).to(a.device)
+    model = AutoModelForCausalLM.from_pretrained(a.checkpoint, dtype=dt, device_map=a.device)
     res["transformers_load_s"] = round(time.time() - t, 1)
     with torch.no_grad():
         hf = model(input_ids=torch.tensor([ids], device=a.device)).logits.float().cpu()
