@@ -165,6 +165,7 @@ for o in "${overrides[@]}"; do args+=(--override "${o//\$HUB/$HUB}"); done
 echo "\$ air run -f examples/llama31_8b_sft/train.yaml ${args[*]} --watch"
 t_submit=$EPOCHREALTIME
 fix_model=$W/repos/models/$model
+n_shards=$(ls "$fix_model"/*.safetensors | wc -l)
 # Every line of the watch, stamped; once the model is resolved the fixture's copy goes (disk: 3 x 16 GB).
 (cd "$src" && "$AIR" run -f examples/llama31_8b_sft/train.yaml "${args[@]}" --watch 2>&1; echo "__exit $?") |
   while IFS= read -r line; do
@@ -190,9 +191,11 @@ check "dataset downloaded through air's hub client" $? "$(grep -m1 "dataset: " "
 hf=/tmp/hf
 [ "$mode" = tiny ] && hf=$W/hf
 cache_model="$hf/hub/models--${model//\//--}"
+cached=$(find "$cache_model/snapshots" -name '*.safetensors' 2>/dev/null | wc -l)
 ls "$cache_model"/snapshots/*/model.safetensors.index.json "$cache_model"/snapshots/*/config.json >/dev/null 2>&1 &&
-  ls "$hf/hub/datasets--${dataset//\//--}"/snapshots/*/data/train-00000-of-00001.parquet >/dev/null 2>&1
-check "HF cache layout under $hf/hub" $? "$(find "$cache_model/snapshots" -name '*.safetensors' 2>/dev/null | wc -l) weight files"
+  ls "$hf/hub/datasets--${dataset//\//--}"/snapshots/*/data/train-00000-of-00001.parquet >/dev/null 2>&1 &&
+  [ "$cached" = "$n_shards" ]
+check "HF cache layout under $hf/hub (index, config, weights, the dataset's Parquet)" $? "$cached of $n_shards weight files"
 stats=$(python3 -c 'import sys,urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' "$HUB/_fixture/stats")
 echo "hub fixture stats: $stats"
 python3 - "$stats" <<'PY'

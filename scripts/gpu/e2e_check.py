@@ -205,25 +205,28 @@ def cmd_summary(a):
     hub = [(t, s) for t, s in lines if re.search(r"hub: .*: fetched \d+ of \d+ files", s)]
     dl_bytes = dl_secs = 0.0
     units = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
-    for _, s in hub:
+    secs = []
+    for _, s in hub:  # the model's line first (resolved first), then the dataset's
         m = re.search(r"files, ([\d.]+) (\w+) in ([\d.]+) s", s)
         if m:
             dl_bytes += float(m.group(1)) * units.get(m.group(2), 1)
-            dl_secs += float(m.group(3))
-    t_resolved = max((t for t, _ in hub), default=None)
-    t_engine, _ = first(lines, r"^engine: ")
+            secs.append(float(m.group(3)))
+    dl_secs = sum(secs)
+    t_model = hub[0][0] if hub else None  # hub lines are flushed as they are written
+    t_engine, _ = first(lines, r"\bengine: ")
     t_step1, _ = first(lines, r"step 1/\d+ \|")
     t_last, _ = first(lines, r"step \d+/\d+ \|", last=True)
     t_saved, _ = first(lines, r"saved checkpoint to ")
 
     def span(x, y):
         return f"{y - x:.1f}" if x is not None and y is not None else "-"
-    start = (t_resolved - a.submit - dl_secs) if t_resolved else None
+    start = (t_model - a.submit - secs[0]) if secs else None
+    load = (t_engine - t_model - sum(secs[1:])) if secs and t_engine else None
     save_s = (t_saved - t_last) if t_saved and t_last else None
     ck = lg.get("checkpoint_bytes", 0)
     rows = [("start (submit to the trainer's first download)", f"{start:.1f}" if start is not None else "-"),
             ("download (model + dataset, air's hub client)", f"{dl_secs:.1f}"),
-            ("load (tokenize, model to GPU, engine)", span(t_resolved, t_engine)),
+            ("load (tokenizer, dataset tokenized, model to GPU, engine)", f"{load:.1f}" if load is not None else "-"),
             ("first step (incl. warm-up)", span(t_engine, t_step1)),
             (f"steps 2..{len(st.get('steps_logged', []))}", span(t_step1, t_last)),
             ("save (checkpoint written; process exit)", f"{save_s:.1f}" if save_s else "-"),
