@@ -49,7 +49,10 @@ if [ $plan = 1 ]; then
 fi
 
 mkdir -p "$OUT"
-exec > >(tee "$OUT/e2e.log") 2>&1
+if [ -z "${AIR_E2E_TEED:-}" ]; then  # all output also to $OUT/e2e.log, complete when this returns
+  AIR_E2E_TEED=1 bash "$0" "$@" 2>&1 | tee "$OUT/e2e.log"
+  exit "${PIPESTATUS[0]}"
+fi
 export PYTHONUNBUFFERED=1
 T0=$EPOCHREALTIME
 since() { awk -v a="$EPOCHREALTIME" -v b="$T0" 'BEGIN {printf "%.1f", a - b}'; }
@@ -106,27 +109,18 @@ else
   BIN=$W/air/bin
   env -i "$BIN/air" --version || die "the carried air does not run here"
   stamp "build air-train, air-train-check (libtorch with CUDA), air-torchrun"
-  lib() {  # the system's copy of a library, else the one carried beside air
-    local p; p=$(ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ {print $NF; exit}')
-    echo "${p:-$W/air/lib/$1}"
-  }
-  snappy=$(lib libsnappy.so.1)
-  if [ "$snappy" = "$W/air/lib/libsnappy.so.1" ]; then  # its own folder: air-train's RUNPATH gets only this
-    mkdir -p "$W/snappy" && cp "$snappy" "$W/snappy/" && snappy=$W/snappy/libsnappy.so.1
-  fi
   prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   export TORCH_CUDA_ARCH_LIST=9.0
-  inc=$carry/include
+  deps=$(bash "$src/scripts/gpu/cmake_args.sh" "$carry" "$W/deps") || die "the build's libraries are missing"
+  echo "libraries: $deps"
+  # shellcheck disable=SC2086  # deps is a list of -D words without spaces
   cmake -S "$carry" -B /tmp/air-e2e-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DAIR_BUILD_CLI=OFF -DAIR_BUILD_TESTS=OFF -DCURL_NO_CURL_CMAKE=ON \
-    -DCURL_INCLUDE_DIR="$inc" -DCURL_LIBRARY="$(lib libcurl.so.4)" -DOPENSSL_INCLUDE_DIR="$inc" \
-    -DOPENSSL_CRYPTO_LIBRARY="$(lib libcrypto.so.3)" -DOPENSSL_SSL_LIBRARY="$(lib libssl.so.3)" \
-    -DZLIB_INCLUDE_DIR="$inc" -DZLIB_LIBRARY="$(lib libz.so.1)" -DAIR_ZSTD_LIB="$(lib libzstd.so.1)" \
-    -DAIR_SNAPPY_LIB="$snappy" > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; die "cmake failed"; }
-  cmake --build /tmp/air-e2e-build -j "$(nproc)" --target air-train air-train-check >> "$OUT/build.log" 2>&1 ||
-    { grep -E "error" -A3 "$OUT/build.log" | head -60; die "the trainer build failed"; }
-  g++ -O2 -std=c++20 -I"$carry" "$carry"/launcher/torchrun*.cc -o "$BIN/air-torchrun" >> "$OUT/build.log" 2>&1 ||
-    { tail -30 "$OUT/build.log"; die "air-torchrun failed to build"; }
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DAIR_BUILD_CLI=OFF -DAIR_BUILD_TESTS=OFF $deps > "$W/build.log" 2>&1 ||
+    { tail -40 "$W/build.log"; die "cmake failed"; }
+  cmake --build /tmp/air-e2e-build -j "$(nproc)" --target air-train air-train-check >> "$W/build.log" 2>&1 ||
+    { grep -E "error" -A3 "$W/build.log" | head -60; die "the trainer build failed"; }
+  g++ -O2 -std=c++20 -I"$carry" "$carry"/launcher/torchrun*.cc -o "$BIN/air-torchrun" >> "$W/build.log" 2>&1 ||
+    { tail -30 "$W/build.log"; die "air-torchrun failed to build"; }
   cp /tmp/air-e2e-build/bin/air-train /tmp/air-e2e-build/bin/air-train-check "$BIN/"
 fi
 AIR=$BIN/air
@@ -181,13 +175,13 @@ grep -v "__exit" "$OUT/watch.log" | cut -d' ' -f2- | grep -v '^{"step"' | tail -
 id=$("$AIR" -o json list --all-status | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["run_id"])')
 state=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
 check "run $id SUCCEEDED" "$([ "$state" = SUCCEEDED ] && [ "$rc" = 0 ]; echo $?)" "state $state, air run exit $rc"
-"$AIR" logs "$id" --node 0 > "$OUT/node0.log" 2>&1
-{ "$AIR" get run "$id"; echo; "$AIR" get run "$id" --metrics; } > "$OUT/get_run.txt" 2>&1
+"$AIR" logs "$id" --node 0 > "$W/node0.log" 2>&1
+{ "$AIR" get run "$id"; echo; "$AIR" get run "$id" --metrics; } > "$W/get_run.txt" 2>&1
 "$AIR" -o json get run "$id" --metrics > "$W/metrics.json" 2>&1
-grep -q "model source: $model from hub download" "$OUT/node0.log"
-check "model downloaded through air's hub client" $? "$(grep -m1 "model source:" "$OUT/node0.log")"
-grep -q "dataset: $dataset from hub download" "$OUT/node0.log"
-check "dataset downloaded through air's hub client" $? "$(grep -m1 "dataset: " "$OUT/node0.log")"
+grep -q "model source: $model from hub download" "$W/node0.log"
+check "model downloaded through air's hub client" $? "$(grep -m1 "model source:" "$W/node0.log")"
+grep -q "dataset: $dataset from hub download" "$W/node0.log"
+check "dataset downloaded through air's hub client" $? "$(grep -m1 "dataset: " "$W/node0.log")"
 hf=/tmp/hf
 [ "$mode" = tiny ] && hf=$W/hf
 cache_model="$hf/hub/models--${model//\//--}"
@@ -204,10 +198,10 @@ s = json.loads(sys.argv[1])
 sys.exit(0 if s["blob_get"] >= 2 and s["blob_auth_rejected"] == 0 and s["api"] >= 2 else 1)
 PY
 check "downloads authorised by the token (fixture: blobs fetched, token never sent to the blob host)" $?
-leaks=$(grep -rlaF -- "$TOKEN" "$OUT/node0.log" "$OUT/watch.log" "$OUT/get_run.txt" "$AIR_HOME" 2>/dev/null | head -3)
+leaks=$(grep -rlaF -- "$TOKEN" "$W/node0.log" "$OUT/watch.log" "$W/get_run.txt" "$AIR_HOME" 2>/dev/null | head -3)
 check "the token appears nowhere in the node log, air logs, the watch or the workspace folder" \
   "$([ -z "$leaks" ]; echo $?)" "${leaks:+found in $leaks}"
-python3 "$ck" steps --log "$OUT/node0.log" --steps "$steps" --json "$W/steps.json"
+python3 "$ck" steps --log "$W/node0.log" --steps "$steps" --json "$W/steps.json"
 check "node 0 logs a step line per step with loss, tokens/s, MFU; the loss falls" $?
 python3 "$ck" metrics --json "$W/metrics.json" --steps "$steps"
 check "air get run shows the metrics logged through the MLflow API (a loss point per step)" $?
@@ -215,9 +209,9 @@ stamp "checkpoint: transformers vs air-train-check"
 dev=cuda
 [ "$mode" = tiny ] && dev=cpu
 python3 "$ck" logits --checkpoint "$W/checkpoint" --bin "$BIN" --device "$dev" \
-  --json "$W/logits.json" > "$OUT/check.log" 2>&1
+  --json "$W/logits.json" > "$W/check.log" 2>&1
 lrc=$?
-tail -5 "$OUT/check.log"
+tail -5 "$W/check.log"
 check "the checkpoint loads in transformers; its logits equal air-train-check's (bf16 tolerance)" $lrc
 
 # ---- 5. summary ------------------------------------------------------------------------------------------
@@ -225,7 +219,8 @@ python3 "$ck" summary --watch "$OUT/watch.log" --submit "$t_submit" --end "$t_en
   --steps-json "$W/steps.json" --logits-json "$W/logits.json" --checkpoint "$W/checkpoint" --mode "$mode" \
   --bench-toks "${AIR_E2E_BENCH_TOKS:-}" --bench-mfu "${AIR_E2E_BENCH_MFU:-}" --fails "$FAILS" \
   --total "$(since)" | tee "$OUT/summary.md"
-cp "$W/hub.log" "$OUT/hub.log" 2>/dev/null
+for f in get_run.txt check.log hub.log; do echo "---- $f"; tail -n 40 "$W/$f" 2>/dev/null; done
+cp "$W/node0.log" "$OUT/node0.log" 2>/dev/null
 df -h "$W" | tail -1 | awk '{print "disk at the end: " $4 " free"}'
 [ $FAILS = 0 ] && echo "E2E PASS ($mode)" || echo "E2E FAIL ($mode): $FAILS check(s) failed"
 [ $FAILS = 0 ]

@@ -90,6 +90,6 @@ fi
 OUT=$E2E_TMP/out AIR_E2E_WORK=$E2E_TMP/w AIR_PARQUET_WASM="$(cd "$BIN/.." && pwd)/parquet-oracle" \
   bash "$e2e" --cpu-smoke > "$E2E_TMP/smoke.out" 2>&1 || { rc=$?; tail -60 "$E2E_TMP/smoke.out"; [ $rc = 125 ] && exit 125; fail "e2e.sh --cpu-smoke failed"; }
 grep -q "E2E PASS (tiny)" "$E2E_TMP/smoke.out" || fail "no PASS line"
-for f in summary.md watch.log node0.log get_run.txt check.log; do [ -s "$E2E_TMP/out/$f" ] || fail "no $f in OUT"; done
+for f in summary.md watch.log node0.log e2e.log; do [ -s "$E2E_TMP/out/$f" ] || fail "no $f in OUT"; done
 grep -q "| download (model + dataset" "$E2E_TMP/out/summary.md" || fail "the summary has no phase table"
 echo "cpu smoke: $(grep -c '^PASS' "$E2E_TMP/smoke.out") checks passed"
