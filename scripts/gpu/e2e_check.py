@@ -167,7 +167,10 @@ def cmd_logits(a):
     ours = torch.frombuffer(bytearray(ours_raw), dtype=torch.float32).view(shape)
     t = time.time()
     dt = torch.bfloat16 if a.device == "cuda" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(a.checkpoint, dtype=dt, device_map=a.device)
+    if a.device == "cuda":  # straight to the GPU (accelerate, which the GPU image has)
+        model = AutoModelForCausalLM.from_pretrained(a.checkpoint, dtype=dt, device_map="cuda")
+    else:
+        model = AutoModelForCausalLM.from_pretrained(a.checkpoint, dtype=dt)
     res["transformers_load_s"] = round(time.time() - t, 1)
     with torch.no_grad():
         hf = model(input_ids=torch.tensor([ids], device=a.device)).logits.float().cpu()
