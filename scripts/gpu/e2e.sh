@@ -6,9 +6,9 @@
 #   bash scripts/gpu/e2e.sh [8b|1b]        8b: Llama-3.1-8B shape (~6 min); 1b: Llama-3.2-1B (~3 min)
 #   bash scripts/gpu/e2e.sh --cpu-smoke    the same steps with the tiny model on CPU (AIR_BIN_DIR = a build's bin)
 #   bash scripts/gpu/e2e.sh MODE --plan    print the overrides and fixture sizes, run nothing
-# Env: OUT (results; default /tmp/air-e2e-out), AIR_E2E_STEPS, AIR_E2E_BENCH_TOKS / AIR_E2E_BENCH_MFU
-# (bench/trainer_vs_reference.sh's padded tokens/s and MFU % for the same shape, for the ratio column),
-# AIR_E2E_EXTRA (more --override KEY=VALUE words), AIR_DEVCARRY (default .devcarry), AIR_E2E_WORK.
+# Env: OUT (results; default /tmp/air-e2e-out), AIR_E2E_STEPS, AIR_E2E_RUN_TIMEOUT (s; 420 for 8b, else 240),
+# AIR_E2E_BENCH_TOKS / AIR_E2E_BENCH_MFU (bench/trainer_vs_reference.sh's padded tokens/s and MFU % for the
+# same shape: the ratio column), AIR_E2E_EXTRA (more --override KEY=VALUE words), AIR_DEVCARRY, AIR_E2E_WORK.
 set -uo pipefail
 usage() { sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//'; }
 mode=8b plan=0
@@ -162,7 +162,11 @@ t_submit=$EPOCHREALTIME
 fix_model=$W/repos/models/$model
 n_shards=$(ls "$fix_model"/*.safetensors | wc -l)
 # Every line of the watch, stamped; once the model is resolved the fixture's copy goes (disk: 3 x 16 GB).
-(cd "$src" && "$AIR" run -f examples/llama31_8b_sft/train.yaml "${args[@]}" --watch 2>&1; echo "__exit $?") |
+# A stuck run must not eat the device call: the watch ends after AIR_E2E_RUN_TIMEOUT seconds (the checks
+# then report what was reached).
+limit=${AIR_E2E_RUN_TIMEOUT:-$([ "$mode" = 8b ] && echo 420 || echo 240)}
+(cd "$src" && timeout "$limit" "$AIR" run -f examples/llama31_8b_sft/train.yaml "${args[@]}" --watch 2>&1
+ echo "__exit $?") |
   while IFS= read -r line; do
     printf '%s %s\n' "$EPOCHREALTIME" "$line"
     case $line in *"model source: $model from hub download"*) [ "$mode" = 8b ] && rm -f "$fix_model"/*.safetensors ;; esac
@@ -170,6 +174,7 @@ n_shards=$(ls "$fix_model"/*.safetensors | wc -l)
 t_end=$EPOCHREALTIME
 rc=$(awk '$2 == "__exit" {print $3}' "$OUT/watch.log")
 stamp "air run --watch exited $rc"
+[ "$rc" = 124 ] && { echo "the run did not end within $limit s: canceling it"; "$AIR" cancel --all -y >/dev/null 2>&1; }
 grep -v "__exit" "$OUT/watch.log" | cut -d' ' -f2- | grep -v '^{"step"' | tail -n 60
 
 # ---- 4. checks -------------------------------------------------------------------------------------------
