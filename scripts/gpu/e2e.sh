@@ -85,7 +85,9 @@ fixture_gen() {  # the model and dataset repos, in the background while the trai
   json=$src/examples/data/alpaca_tiny.json
   [ "$mode" != tiny ] && json=$carry/bench-data/alpaca-brown.json
   echo "# alpaca-format records (air's GPU end-to-end fixture)" > "$d/README.md"
-  python3 "$src/scripts/gpu/e2e_fixture.py" dataset --json "$json" --out "$d/data/train-00000-of-00001.parquet"
+  # 2,000 records: 20 steps use 160; tokenizing all 20,000 would only lengthen the load phase.
+  python3 "$src/scripts/gpu/e2e_fixture.py" dataset --json "$json" --out "$d/data/train-00000-of-00001.parquet" \
+    --records 2000
   local rc=$?
   if [ $rc = 3 ] && [ "$mode" = tiny ]; then  # no pyarrow (Debian): parquet-wasm from npm, as hub_train.sh
     (source "$src/tests/e2e/lib/parquet_wasm.bash"; parquet_wasm_install "$src" "${AIR_PARQUET_WASM:-$W/pqw}"
