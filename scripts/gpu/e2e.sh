@@ -33,14 +33,14 @@ case $mode in
 esac
 dataset=tatsu-lab/alpaca
 # Only what one card (or the CPU) needs beside the file a user submits to the 16-GPU cluster.
-overrides=(compute.accelerator_type=$acc compute.num_accelerators=1 "env_variables.HF_ENDPOINT=\$HUB"
-           parameters.max_steps=$steps parameters.output_dir=$W/checkpoint max_retries=0)
-[ "$mode" = 1b ] && overrides+=(parameters.model_name=$model)
+overrides=("compute.accelerator_type=$acc" compute.num_accelerators=1 "env_variables.HF_ENDPOINT=\$HUB"
+           "parameters.max_steps=$steps" "parameters.output_dir=$W/checkpoint" max_retries=0)
+[ "$mode" = 1b ] && overrides+=("parameters.model_name=$model")
 # One H200 cannot hold fp32 master weights + AdamW state of 8B parameters (~128 GB): bf16 masters, as the
 # trainer benchmark runs that shape.
 [ "$mode" = 8b ] && overrides+=(parameters.master_dtype=bf16)
 # The CPU smoke: its own HF cache, and a learning rate at which 6 steps of a random tiny model visibly learn.
-[ "$mode" = tiny ] && overrides+=(env_variables.HF_HOME=$W/hf parameters.learning_rate=0.02)
+[ "$mode" = tiny ] && overrides+=("env_variables.HF_HOME=$W/hf" parameters.learning_rate=0.02)
 read -r -a extra <<<"${AIR_E2E_EXTRA:-}"
 overrides+=("${extra[@]}")
 if [ $plan = 1 ]; then
