@@ -29,7 +29,7 @@ TOKEN="hf_e2e_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 case $mode in
   8b) model=meta-llama/Llama-3.1-8B steps=${AIR_E2E_STEPS:-20} shard_gb=5 acc=GPU_1xH200 ;;
   1b) model=meta-llama/Llama-3.2-1B steps=${AIR_E2E_STEPS:-20} shard_gb=1 acc=GPU_1xH200 ;;
-  tiny) model=meta-llama/Llama-3.1-8B steps=${AIR_E2E_STEPS:-6} shard_gb=0.0002 acc=CPU_1xHOST ;;
+  tiny) model=meta-llama/Llama-3.1-8B steps=${AIR_E2E_STEPS:-8} shard_gb=0.0002 acc=CPU_1xHOST ;;
 esac
 dataset=tatsu-lab/alpaca
 # Only what one card (or the CPU) needs beside the file a user submits to the 16-GPU cluster.
@@ -39,8 +39,8 @@ overrides=("compute.accelerator_type=$acc" compute.num_accelerators=1 "env_varia
 # One H200 cannot hold fp32 master weights + AdamW state of 8B parameters (~128 GB): bf16 masters, as the
 # trainer benchmark runs that shape.
 [ "$mode" = 8b ] && overrides+=(parameters.master_dtype=bf16)
-# The CPU smoke: its own HF cache, and a learning rate at which 6 steps of a random tiny model visibly learn.
-[ "$mode" = tiny ] && overrides+=("env_variables.HF_HOME=$W/hf" parameters.learning_rate=0.02)
+# The CPU smoke: its own HF cache; short rows and a learning rate at which 8 steps of a random tiny model learn.
+[ "$mode" = tiny ] && overrides+=("env_variables.HF_HOME=$W/hf" parameters.learning_rate=0.01 parameters.max_seq_len=128 parameters.per_device_batch_size=2)
 read -r -a extra <<<"${AIR_E2E_EXTRA:-}"
 overrides+=("${extra[@]}")
 if [ $plan = 1 ]; then
