@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # air-train beside the reference PyTorch FSDP recipe and the tuned torch.compile peer, on one GPU, in one
-# call. Prepare HERE (npm makes the data): bash scripts/gpu/prepare.sh; then ON THE GPU MACHINE, from the
+# call. Prepare HERE (npm makes the data): bash scripts/gpu/prepare.sh && bash scripts/gpu/bundle.sh; then ON THE
+# GPU MACHINE, from the
 # checkout root (device tool: carry [".devcarry"]):
 #   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check] [RUNS]
 # all: build, kernel + transformers checks, reference, peer, ours, table; ours: build + our runs + table;
@@ -19,8 +20,11 @@ stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
 stamp "build"
 export TORCH_CUDA_ARCH_LIST=9.0
+# hub/ and trainer/data/ need headers the GPU image lacks: scripts/gpu/bundle.sh carried them.
+extra=$(bash "$root/scripts/gpu/cmake_args.sh" "$root") || { echo "run scripts/gpu/bundle.sh here first"; exit 1; }
+# shellcheck disable=SC2086
 cmake -S "$root" -B /tmp/air-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DAIR_BUILD_CLI=OFF -DAIR_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1 ||
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DAIR_BUILD_CLI=OFF -DAIR_BUILD_TESTS=OFF $extra >"$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 cmake --build /tmp/air-build -j16 --target air-train air-train-check >>"$OUT/build.log" 2>&1 ||
   { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }

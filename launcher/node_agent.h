@@ -74,7 +74,7 @@ struct VolumesSetup {
   std::vector<std::string> argv_prefix;
   std::string notice;  // non-empty on the fallback
 };
-VolumesSetup prepare_volumes(const NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
+VolumesSetup prepare_volumes(const api::NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
                              AgentLog& log);
 
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.

@@ -9,7 +9,7 @@ namespace air::launcher {
 
 namespace fs = std::filesystem;
 
-VolumesSetup prepare_volumes(const NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
+VolumesSetup prepare_volumes(const api::NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
                              AgentLog& log) {
   if (spec.volumes_root.empty()) return {};
   std::error_code ec;

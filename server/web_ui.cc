@@ -27,7 +27,7 @@ void send_asset(const WebAsset& a, http::Response& res) {
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("Cache-Control", "no-cache");
-  res.set_content(reinterpret_cast<const char*>(a.data), a.size, content_type(a.name));
+  res.set_content(std::string(reinterpret_cast<const char*>(a.data), a.size), content_type(a.name));
 }
 
 }  // namespace

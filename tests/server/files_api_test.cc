@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+
+#include "server/http_server.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,7 +44,7 @@ struct Served {
   std::string home;
   std::vector<NodeLaunch> started;
   std::unique_ptr<Workspace> ws;
-  httplib::Server srv;
+  http::Server srv;  // the workspace's own server core (server/http_server.h)
   std::thread thread;
   int port = 0;
   std::string admin;
@@ -58,9 +60,9 @@ struct Served {
     ws->start();
     admin = ws->create_admin_token();
     install_files_routes(srv, *ws);
-    port = srv.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { srv.listen_after_bind(); });
-    while (!srv.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    port = srv.bind("127.0.0.1", 0);
+    REQUIRE(port > 0);
+    thread = std::thread([this] { srv.listen(); });
   }
   ~Served() {
     srv.stop();
