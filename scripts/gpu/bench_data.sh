@@ -6,7 +6,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${1:-$src/.devcarry/bench-data}
-n=${AIR_BENCH_RECORDS:-20000}
+n=${AIR_BENCH_RECORDS:-12000}
 work=${AIR_NPM_WORK:-$src/build/tokenizer-oracle}
 oracle=$src/tests/trainer/llama3
 mkdir -p "$work" "$dest"
