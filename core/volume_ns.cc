@@ -20,7 +20,8 @@ namespace air {
 namespace fs = std::filesystem;
 
 std::vector<std::string> volumes_ns_prefix(const std::string& storage, const std::string& cwd) {
-  std::vector<std::string> a = {"bwrap"};
+  // --die-with-parent: the command dies with bwrap, as it would with the agent (a killed agent leaves nothing).
+  std::vector<std::string> a = {"bwrap", "--die-with-parent"};
   std::error_code ec;
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator("/", ec)) names.push_back(e.path().filename().string());

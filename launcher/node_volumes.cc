@@ -11,7 +11,9 @@ namespace fs = std::filesystem;
 
 VolumesSetup prepare_volumes(const api::NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
                              AgentLog& log) {
-  if (spec.volumes_root.empty()) return {};
+  // A workload that names no volume runs as before: no namespace around it (its node token could reach no
+  // volume anyway), so its process tree is exactly the command's.
+  if (spec.volumes_root.empty() || spec.volumes.empty()) return {};
   std::error_code ec;
   fs::create_directories(spec.volumes_root, ec);
   for (const auto& v : spec.volumes) fs::create_directories(fs::path(spec.volumes_root) / v, ec);  // created on first use

@@ -64,7 +64,7 @@ TEST_CASE("completion: flags of the verb and the global ones, values of -o, --co
   CHECK(complete({"get", "-o", "j"}) == "json\n");
   CHECK(complete({"--output=t"}) == "--output=text\n");
   CHECK(complete({"--color", ""}) == "auto\nalways\nnever\n");
-  CHECK(complete({"server", "--backend", ""}) == "local\nslurm\n");
+  CHECK(complete({"server", "--backend", ""}) == "local\nslurm\nexternal\n");  // external: bench/server_load.sh
   CHECK(complete({"completion", ""}) == "bash\nzsh\nfish\n");
   // A hidden flag (the daemon's own) is not offered.
   CHECK(complete({"server", "--"}).find("--daemon") == std::string::npos);

@@ -45,9 +45,12 @@ phase() {  # phase NAME FILE FINAL_STATE
   [ "$name" = cancel ] && "$AIR" cancel --all -y > /dev/null
   for id in "${ids[@]}"; do wait_state "$id" "$final" 60; done
   local t_end; t_end=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
-  for _ in $(seq 1 100); do [ -z "$(marked)" ] && break; sleep 0.1; done
+  # The same bound (15 s) for the marked processes and for their groups: the agent's guardian (which sits in
+  # the command's group) ends the group with a SIGKILL that takes itself too, after the grace period.
+  groups_alive() { for g in $pgids; do pgrep -g "$g" > /dev/null && echo "$g"; done; true; }
+  for _ in $(seq 1 150); do [ -z "$(marked)" ] && [ -z "$(groups_alive)" ] && break; sleep 0.1; done
   [ -z "$(marked)" ] || fail "$name: processes left behind: $(for p in $(marked); do ps -o pid=,args= -p "$p"; done)"
-  for g in $pgids; do pgrep -g "$g" > /dev/null && fail "$name: process group $g still has processes"; done
+  for g in $(groups_alive); do fail "$name: process group $g still has processes: $(pgrep -a -g "$g")"; done
   echo "figure: $runs runs ${name}: all $final ${t_end} s after submission, 0 processes left ($(echo "$pgids" | wc -w) process groups checked)"
 }
 phase cancel "$E2E_TMP/cancel.yaml" CANCELED
