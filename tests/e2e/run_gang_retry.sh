@@ -4,14 +4,18 @@
 # the whole attempt max_retries times (3 attempts in all), each attempt's logs kept apart.
 source "$(dirname "$0")/lib/common.bash"
 
-cat > "$E2E_TMP/gang.yaml" <<'YAML'
+# Other e2e scripts run at the same time (ctest -j) and sleep too: this run's commands carry a marker.
+marker="air-gang-retry-$$"
+cat > "$E2E_TMP/gang.yaml" <<YAML
 experiment_name: e2e-gang
 compute:
   accelerator_type: CPU_1xHOST
   num_accelerators: 2
+env_variables:
+  AIR_GANG_MARKER: $marker
 command: |
-  echo "attempt $AIR_ATTEMPT node $NODE_RANK"
-  if [ "$NODE_RANK" = 1 ]; then echo "about to fail" >&2; sleep 0.3; exit 3; fi
+  echo "attempt \$AIR_ATTEMPT node \$NODE_RANK"
+  if [ "\$NODE_RANK" = 1 ]; then echo "about to fail" >&2; sleep 0.3; exit 3; fi
   sleep 300
 max_retries: 2
 YAML
@@ -37,5 +41,6 @@ for k in 1 2 3; do
 done
 "$AIR" get run "$id" | grep -q "first failing node: 1 (exit code 3)" || fail "air get run does not name the failing node"
 ! "$AIR" logs "$id" --node 1 >/dev/null || fail "air logs of a FAILED run should exit non-zero"
-pgrep -f "sleep 300" >/dev/null && { pgrep -af "sleep 300"; fail "a node's command survived the gang stop"; }
+left=$(grep -l "AIR_GANG_MARKER=$marker" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true)
+[ -z "$left" ] || { for p in $left; do ps -o pid=,args= -p "$p"; done; fail "a node's command survived the gang stop"; }
 echo "ok: run $id failed 3 times as it should"
