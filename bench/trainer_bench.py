@@ -7,7 +7,9 @@ tokenizer, random weights. Each run is one air-train process; it prints the run'
 
 A run is SHAPE:MODE[:OPTION...]: MODE padded (one example per row, as the reference) or packed (several
 examples per row, attention within each); options: ac (recompute every block), noac (recompute none),
-repeatkv (attention on repeated k/v heads instead of GQA kernels), steps=N, warmup=N, curve (write every step's loss; used for the loss-curve comparison).
+repeatkv (attention on repeated k/v heads instead of GQA kernels), steps=N, warmup=N, curve (write every step's loss),
+collectives (AIR_TRAIN_WORLD1_NCCL=1: the gathers and reduce-scatters of N GPUs, over NCCL, at world 1),
+trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it).
 """
 import argparse
 import json
@@ -66,11 +68,20 @@ def run(args, spec, work):
     env = dict(os.environ)
     if "repeatkv" in opts:  # attention with k/v heads repeated instead of the library's GQA kernels
         env["AIR_TRAIN_ATTN_GQA"] = "0"
+    if "collectives" in opts:
+        env["AIR_TRAIN_WORLD1_NCCL"] = "1"
+    trace = None
+    if "trace" in opts:
+        trace = os.path.join(os.path.dirname(os.path.abspath(args.json)), "trace_" + spec.replace(":", "_") + ".json")
+        env["AIR_TRAIN_TRACE"] = trace
+        env["AIR_TRAIN_TRACE_STEP"] = str(min(steps, warmup + 1))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.time() - t
     lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
     res = {"run": spec, "shape": shape, "mode": mode, "exit": r.returncode, "wall_s": round(wall, 1), "config": cfg}
-    for key in ("engine:", "recompute:", "data:"):
+    if trace:
+        res["trace"] = trace
+    for key in ("engine:", "recompute:", "data:", "trace:"):
         res[key.rstrip(":")] = [l for l in r.stdout.splitlines() if l.startswith(key)]
     if r.returncode != 0 or not lines:
         res["error"] = (r.stderr or r.stdout)[-2000:]
@@ -112,7 +123,7 @@ def main():
         print(f"# {spec}: {res['step_ms']:.1f} ms/step, {res['padded_tok_s']:,.0f} padded tok/s, "
               f"{res['real_tok_s']:,.0f} real tok/s, MFU {100 * res['mfu']:.1f}%, peak {res['peak_gib']:.1f} GiB, "
               f"loss {res['loss_first']:.3f} -> {res['loss_last']:.3f} ({res['wall_s']} s wall)", flush=True)
-        for l in res["engine"] + res["recompute"]:
+        for l in res["engine"] + res["recompute"] + res["trace"]:
             print("#   " + l, flush=True)
     shutil.rmtree(work, ignore_errors=True)
     return 0 if all("error" not in r for r in results) else 1

@@ -3,9 +3,11 @@
 # call. Prepare HERE (npm makes the data): bash scripts/gpu/prepare.sh && bash scripts/gpu/bundle.sh; then ON THE
 # GPU MACHINE, from the
 # checkout root (device tool: carry [".devcarry"]):
-#   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check] [RUNS]
+#   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check|curve|trace|curve+trace] [RUNS]
 # all: build, kernel + transformers checks, reference, peer, ours, table; ours: build + our runs + table;
 # check: build + checks only. RUNS overrides our run list (bench/trainer_bench.py's syntax).
+# curve: the 300-step 1B loss curve beside the reference recipe on the same rows (bench/loss_curve.py, PNG);
+# trace: profiler traces at world 1 over NCCL with the collectives of N GPUs, read by bench/fsdp_trace.py.
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -39,6 +41,31 @@ if [ "$what" = all ] || [ "$what" = check ]; then
     2>&1 | grep -E "^\[|PASS|FAIL|Error|error" | tail -30
 fi
 [ "$what" = check ] && exit 0
+
+case "$what" in curve|trace|curve+trace)
+  if [ "$what" != trace ]; then
+    stamp "loss curve: air-train and the reference recipe, 300 steps of the 1B shape on the same rows"
+    python3 "$root/bench/loss_curve.py" --bin "$bin" --data "$root/bench-data" --out "$OUT" --steps "${AIR_CURVE_STEPS:-300}" \
+      2>&1 | tee "$OUT/curve.log"
+  fi
+  if [ "$what" != curve ]; then
+    truns=${2:-1b:padded:collectives:trace:steps=6,8b:padded:collectives:trace:steps=6,8b:padded:steps=6}
+    stamp "traces: $truns"
+    python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$truns" \
+      --json "$OUT/trace_runs.json" 2>&1 | tee "$OUT/trace_runs.log"
+    for t in "$OUT"/trace_*.json; do
+      case "$t" in *trace_runs.json) continue ;; esac
+      python3 "$root/bench/fsdp_trace.py" "$t" --json "${t%.json}.summary.json" 2>&1 | tee -a "$OUT/trace_summary.md"
+      gzip -f "$t"
+    done
+  fi
+  stamp "done"
+  # The device tool brings back at most 8 files: the plot, the curves, the trace summary, and one archive.
+  (cd "$OUT" && tar czf extras.tgz --exclude=extras.tgz --exclude=loss_curve.png --exclude=loss_curve.json \
+     --exclude=trace_summary.md ./* && find . -mindepth 1 -maxdepth 1 ! -name extras.tgz ! -name loss_curve.png \
+     ! -name loss_curve.json ! -name trace_summary.md -exec rm -rf {} +)
+  exit 0 ;;
+esac
 
 if [ "$what" = all ]; then
   stamp "reference recipe (both shapes)"

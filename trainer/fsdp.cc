@@ -108,14 +108,16 @@ void Fsdp::start_gather(FsdpUnit& unit) {
   unit.gather_pending = dist_.all_gather(unit.gathered, shard);
 }
 
+bool Fsdp::collectives() const { return dist_.world_size() > 1 || config_.world1_collectives; }
+
 bool Fsdp::zero_copy() const {
-  return dist_.world_size() == 1 && config_.master_dtype == config_.param_dtype;
+  return !collectives() && config_.master_dtype == config_.param_dtype;
 }
 
 at::Tensor Fsdp::acquire(size_t index) {
   FsdpUnit& u = *units_.at(index);
   if (zero_copy()) return u.master;  // at world 1 padded == numel: the master is the full parameter
-  if (dist_.world_size() == 1) {
+  if (!collectives()) {
     if (!u.cast_valid) {
       u.gathered = u.master.to(config_.param_dtype);
       u.cast_valid = true;
@@ -129,7 +131,7 @@ at::Tensor Fsdp::acquire(size_t index) {
 
 void Fsdp::release_gathered(size_t index) {
   FsdpUnit& u = *units_.at(index);
-  if (dist_.world_size() == 1 || u.live > 0) return;
+  if (!collectives() || u.live > 0) return;
   u.gather_pending.wait();
   u.gathered = at::Tensor();
 }
@@ -146,7 +148,7 @@ void Fsdp::reduce_grad(size_t index) {
   if (!u.grad_accum.defined()) return;
   at::NoGradGuard no_grad;
   at::Tensor flat = std::exchange(u.grad_accum, at::Tensor());
-  if (dist_.world_size() == 1) {
+  if (!collectives()) {
     u.grad.add_(flat);
     return;
   }

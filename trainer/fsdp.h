@@ -32,6 +32,9 @@ struct FsdpConfig {
   bool prefetch = true;            // start the next unit's all-gather while this one computes
   bool sync_module_states = true;  // broadcast rank 0's initial weights (ranks may have initialised differently)
   bool fused_adamw = true;         // at::_fused_adamw_ over all shards at once where the build has it (CUDA)
+  // At world 1 the collectives are skipped (the master is the full parameter); true runs them anyway, so a
+  // profiler trace on one GPU shows the all-gathers and reduce-scatters that several GPUs run.
+  bool world1_collectives = false;
 };
 
 struct AdamWConfig {
@@ -103,6 +106,8 @@ class Fsdp {
   void reduce_grad(size_t unit);
   // World size 1 with master dtype == param dtype: parameters and gradients live in one place.
   bool zero_copy() const;
+  // Whether gathers and reduce-scatters run: at world > 1, or at world 1 when world1_collectives asks.
+  bool collectives() const;
 
   // GradSync::kOncePerStep: say whether the coming backward is the step's last micro-batch.
   void set_grad_sync(bool sync) { sync_now_ = sync; }

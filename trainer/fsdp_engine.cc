@@ -22,12 +22,18 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// NCCL on GPUs, Gloo on CPUs; one process needs no process group at all (collectives are copies), unless
-// AIR_TRAIN_WORLD1_NCCL=1 asks for a real NCCL group (to trace the collectives on one GPU).
-DistBackend pick_backend(const EngineSetup& s) {
+// AIR_TRAIN_WORLD1_NCCL=1: at world 1, run the gathers and reduce-scatters anyway, over a real NCCL group
+// on a GPU, so that a profiler trace on one GPU shows the communication several GPUs overlap with compute.
+bool world1_collectives() {
   const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
+  return force && std::string(force) == "1";
+}
+
+// NCCL on GPUs, Gloo on CPUs; one process needs no process group at all (collectives are skipped) unless
+// world1_collectives() asks for them.
+DistBackend pick_backend(const EngineSetup& s) {
   const bool world1 = dist_env_from_environment().world_size == 1;
-  if (world1 && !(force && std::string(force) == "1")) return DistBackend::kGloo;
+  if (world1 && !world1_collectives()) return DistBackend::kGloo;
   return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
 }
 
@@ -48,6 +54,7 @@ class FsdpEngine : public ShardedEngine {
     fc.sync_module_states = false;
     if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
     fc.fused_adamw = s.config.fused_adamw != "off";
+    fc.world1_collectives = world1_collectives();
     // The head's logits chunk: about 1 GiB of bf16 logits at a time (one chunk for 4 x 1024 rows at 128k vocab).
     chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, s.model_config.vocab_size));
     fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
@@ -76,7 +83,7 @@ class FsdpEngine : public ShardedEngine {
     const LlamaConfig& c = s_.model_config;
     const int64_t B = mb.input_ids.size(0), T = mb.input_ids.size(1), N = B * T;
     const size_t L = model_.blocks().size();
-    const bool sharded = dist_->world_size() > 1;
+    const bool sharded = fsdp_->collectives();
     if (recompute_.empty()) choose_recomputation(N);
     at::Tensor ids = mb.input_ids.to(dev).reshape({N});
     at::Tensor targets = mb.targets.to(dev).reshape({N});
@@ -223,6 +230,7 @@ class FsdpEngine : public ShardedEngine {
            ", compute " + c10::toString(s_.compute_dtype) + ", gradients reduce-scattered " +
            (fsdp_->config().grad_sync == GradSync::kOncePerStep ? "once per step" : "every micro-batch") +
            " in fp32, attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
+           (dist_->world_size() == 1 && fsdp_->collectives() ? ", gathers and reduce-scatters run at world 1" : "") +
            ", activation recomputation " + s_.config.activation_checkpointing +
            " (decided at the first micro-batch; see the recompute line)";
   }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "trainer/diagnostics.h"
 #include "trainer/engine.h"
 #include "trainer/fsdp_engine.h"
 #include "trainer/metrics.h"
@@ -222,10 +223,14 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
   const double flops_per_token = mc.train_flops_per_token(c.max_seq_len);
   reset_peak_memory(s.device);
   const int64_t exit_after = env_int("AIR_TRAIN_EXIT_AFTER_STEP", 0);  // fault injection for the resume tests
+  StepTracer tracer(s.rank, log);  // AIR_TRAIN_TRACE, AIR_TRAIN_DUMP_BATCHES: trainer/diagnostics.h
+  BatchDump dump(s.rank);
   for (int64_t step = result.first_step; step <= c.max_steps; ++step) {
     synchronize(s.device);
     auto t0 = std::chrono::steady_clock::now();
     StepBatch batch = loader.next();
+    tracer.begin(step);
+    for (const auto& mb : batch.micro) dump.write(step, mb);
     const double scale = 1.0 / static_cast<double>(std::max<int64_t>(1, batch.global_target_tokens));
     at::Tensor loss = at::zeros({}, at::TensorOptions().device(s.device).dtype(at::kFloat));
     for (const auto& mb : batch.micro) loss = loss + engine->forward_backward(mb, scale);
@@ -239,6 +244,7 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
     m.grad_norm = norm.item<double>();
     synchronize(s.device);
     m.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tracer.end(step);
     m.step = step;
     m.max_steps = c.max_steps;
     m.epoch = batch.epoch;

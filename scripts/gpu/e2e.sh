@@ -222,12 +222,29 @@ lrc=$?
 tail -5 "$W/check.log"
 check "the checkpoint loads in transformers; its logits equal air-train-check's (bf16 tolerance)" $lrc
 
+# ---- 4b. the same training without air: what orchestration costs -----------------------------------------
+# The node's hyperparameters file, air-train started by hand (no air, launcher, log shipping or MLflow), the
+# model and dataset from the HF cache the run filled; the same steps, so the steady medians cover the same
+# window. air must cost at most 2% of the steady tokens/s.
+hp=$(find "$AIR_HOME" -name hyperparameters.yaml 2>/dev/null | head -1)
+if [ -n "$hp" ] && [ -f "$W/steps.json" ]; then
+  stamp "the same training directly: $BIN/air-train --config $hp --set save=false"
+  (export HF_HOME=$hf HF_HUB_OFFLINE=1; unset HF_TOKEN; cd "$W" &&
+   timeout "$limit" "$BIN/air-train" --config "$hp" --set save=false) > "$W/direct.log" 2>&1
+  python3 "$ck" steps --log "$W/direct.log" --steps "$steps" --json "$W/direct.json" | sed 's/^/direct: /'
+  python3 "$ck" ratio --e2e "$W/steps.json" --direct "$W/direct.json" --min 0.98
+  check "orchestration costs at most 2% of the steady training throughput (air run vs air-train alone)" $?
+else
+  check "the same training directly (no hyperparameters file under $AIR_HOME, or no step lines)" 1
+fi
+
 # ---- 5. summary ------------------------------------------------------------------------------------------
 python3 "$ck" summary --watch "$OUT/watch.log" --submit "$t_submit" --end "$t_end" \
   --steps-json "$W/steps.json" --logits-json "$W/logits.json" --checkpoint "$W/checkpoint" --mode "$mode" \
-  --bench-toks "${AIR_E2E_BENCH_TOKS:-}" --bench-mfu "${AIR_E2E_BENCH_MFU:-}" --fails "$FAILS" \
+  --bench-toks "${AIR_E2E_BENCH_TOKS:-}" --bench-mfu "${AIR_E2E_BENCH_MFU:-}" --direct-json "$W/direct.json" \
+  --fails "$FAILS" \
   --total "$(since)" | tee "$OUT/summary.md"
-for f in get_run.txt check.log hub.log; do echo "---- $f"; tail -n 40 "$W/$f" 2>/dev/null; done
+for f in get_run.txt check.log hub.log direct.log; do echo "---- $f"; tail -n 40 "$W/$f" 2>/dev/null; done
 cp "$W/node0.log" "$OUT/node0.log" 2>/dev/null
 df -h "$W" | tail -1 | awk '{print "disk at the end: " $4 " free"}'
 [ $FAILS = 0 ] && echo "E2E PASS ($mode)" || echo "E2E FAIL ($mode): $FAILS check(s) failed"

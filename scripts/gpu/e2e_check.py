@@ -91,6 +91,14 @@ def cmd_steps(a):
     return 0 if ok and falls else 1
 
 
+def cmd_ratio(a):
+    e, d = json.load(open(a.e2e)), json.load(open(a.direct))
+    r = e["tokens_per_s_padded"] / max(d["tokens_per_s_padded"], 1e-9)
+    print(f"steady {e['tokens_per_s_padded']:.0f} tok/s through air run, {d['tokens_per_s_padded']:.0f} alone: "
+          f"{r:.3f} (at least {a.min})")
+    return 0 if r >= a.min else 1
+
+
 def cmd_metrics(a):
     d = json.load(open(a.json))
     loss = d.get("metrics", {}).get("loss", [])
@@ -240,13 +248,20 @@ def cmd_summary(a):
     for k, v in rows:
         print(f"| {k} | {v} |")
     toks, mfu = st.get("tokens_per_s_padded", 0), st.get("mfu", 0) * 100
-    print("\n| figure | e2e (air run) | bench | ratio |\n| --- | ---: | ---: | ---: |")
-    for name, ours, bench in (("steady tokens/s (padded)", toks, a.bench_toks), ("steady MFU %", mfu, a.bench_mfu)):
+    # direct: the same hyperparameters file, air-train started by hand on the same machine right after (no
+    # air, no launcher, no log shipping, no MLflow): the orchestration's cost is 1 - e2e / direct.
+    dr = json.load(open(a.direct_json)) if a.direct_json and os.path.exists(a.direct_json) else {}
+    dtoks, dmfu = dr.get("tokens_per_s_padded"), (dr["mfu"] * 100 if "mfu" in dr else None)
+    print("\n| figure | e2e (air run) | direct (air-train alone) | e2e / direct | bench | e2e / bench |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, ours, direct, bench in (("steady tokens/s (padded)", toks, dtoks, a.bench_toks),
+                                      ("steady MFU %", mfu, dmfu, a.bench_mfu)):
         b = float(bench) if bench else None
-        print(f"| {name} | {ours:.1f} | {b if b else '-'} | {f'{ours / b:.3f}' if b else '-'} |")
-    print(f"| download MB/s | {dl_bytes / 1e6 / dl_secs:.0f} | | |" if dl_secs else "| download MB/s | - | | |")
-    print(f"| checkpoint write MB/s ({ck / 1e9:.2f} GB) | {ck / 1e6 / save_s:.0f} | | |" if save_s and ck else
-          "| checkpoint write MB/s | - | | |")
+        print(f"| {name} | {ours:.1f} | {f'{direct:.1f}' if direct else '-'} | "
+              f"{f'{ours / direct:.3f}' if direct else '-'} | {b if b else '-'} | {f'{ours / b:.3f}' if b else '-'} |")
+    print(f"| download MB/s | {dl_bytes / 1e6 / dl_secs:.0f} | | | | |" if dl_secs else "| download MB/s | - | | | | |")
+    print(f"| checkpoint write MB/s ({ck / 1e9:.2f} GB) | {ck / 1e6 / save_s:.0f} | | | | |" if save_s and ck else
+          "| checkpoint write MB/s | - | | | | |")
     print(f"\nloss {st.get('loss_first')} -> {st.get('loss_last')}; steady step {st.get('steady_step_s', 0):.3f} s, "
           f"step 1 {st.get('step1_s', 0):.1f} s; peak {st.get('peak_memory_gib', -1):.1f} GiB; checkpoint logits vs "
           f"transformers: rel max {lg.get('logits_rel_max', '-')}, argmax agree {lg.get('argmax_agree', '-')}")
@@ -266,6 +281,10 @@ def main():
     p.add_argument("--log", required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--json", required=True)
+    p = sub.add_parser("ratio")  # exit 0 when e2e's steady tokens/s is at least MIN x direct's
+    p.add_argument("--e2e", required=True)
+    p.add_argument("--direct", required=True)
+    p.add_argument("--min", type=float, default=0.98)
     p = sub.add_parser("metrics")
     p.add_argument("--json", required=True)
     p.add_argument("--steps", type=int, required=True)
@@ -275,13 +294,14 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--json", required=True)
     p = sub.add_parser("summary")
-    for k in ("--watch", "--steps-json", "--logits-json", "--checkpoint", "--mode", "--bench-toks", "--bench-mfu"):
+    for k in ("--watch", "--steps-json", "--logits-json", "--checkpoint", "--mode", "--bench-toks", "--bench-mfu",
+              "--direct-json"):
         p.add_argument(k, default="")
     for k in ("--submit", "--end", "--total"):
         p.add_argument(k, type=float, default=0)
     p.add_argument("--fails", type=int, default=0)
     a = ap.parse_args()
-    return {"status": cmd_status, "prewarm": cmd_prewarm, "steps": cmd_steps, "metrics": cmd_metrics,
+    return {"status": cmd_status, "ratio": cmd_ratio, "prewarm": cmd_prewarm, "steps": cmd_steps, "metrics": cmd_metrics,
             "logits": cmd_logits, "summary": cmd_summary}[a.cmd](a)
 
 

@@ -128,6 +128,67 @@ TEST_CASE("train: the engine's hand-written backward follows the autograd refere
   }
 }
 
+// AIR_TRAIN_WORLD1_NCCL=1 makes the engine gather, prefetch, release and reduce-scatter at world 1 as at
+// world N (on CPU through the single-process group's copies): the same curve. AIR_TRAIN_DUMP_BATCHES writes
+// every micro-batch in the documented layout (bench/loss_curve.py reads it).
+TEST_CASE("train: world-1 collectives change nothing; the batch dump holds every micro-batch") {
+  at::set_num_threads(1);
+  std::vector<double> losses[2], norms[2];
+  fs::path dump = temp_dir("dump");
+  for (int e = 0; e < 2; ++e) {
+    fs::path dir = temp_dir(e ? "world1_collectives" : "world1_plain");
+    TrainConfig c = tiny((dir / "ckpt").string());
+    c.master_dtype = "fp32";
+    c.gradient_accumulation_steps = 2;
+    c.max_steps = 4;
+    c.save = false;
+    if (e) {
+      setenv("AIR_TRAIN_WORLD1_NCCL", "1", 1);
+      setenv("AIR_TRAIN_DUMP_BATCHES", dump.c_str(), 1);
+    }
+    std::ostringstream log;
+    TrainResult r = run_training(c, log);
+    unsetenv("AIR_TRAIN_WORLD1_NCCL");
+    unsetenv("AIR_TRAIN_DUMP_BATCHES");
+    INFO(log.str());
+    REQUIRE(log.str().find("engine: fsdp engine") != std::string::npos);
+    REQUIRE((log.str().find("gathers and reduce-scatters run at world 1") != std::string::npos) == (e == 1));
+    losses[e] = r.losses;
+    norms[e] = r.grad_norms;
+  }
+  REQUIRE(losses[0].size() == 4);
+  for (size_t i = 0; i < losses[0].size(); ++i) {
+    INFO("step " << i + 1);
+    REQUIRE(losses[0][i] == Approx(losses[1][i]).epsilon(1e-6));
+    REQUIRE(norms[0][i] == Approx(norms[1][i]).epsilon(1e-5));
+  }
+  // 4 steps x 2 micro-batches, each [step, B, T] + ids + targets as int64.
+  REQUIRE(fs::exists(dump));
+  std::vector<int64_t> raw(fs::file_size(dump) / 8);
+  std::ifstream again(dump, std::ios::binary);
+  again.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size() * 8));
+  size_t at = 0, micro = 0;
+  while (at < raw.size()) {
+    REQUIRE(raw[at] == static_cast<int64_t>(micro / 2 + 1));
+    const int64_t b = raw[at + 1], t = raw[at + 2];
+    REQUIRE(b == 4);
+    REQUIRE(t == 128);
+    bool some_target = false;
+    for (int64_t k = 0; k < b * t; ++k) {
+      const int64_t id = raw[at + 3 + k], tg = raw[at + 3 + b * t + k];
+      REQUIRE(id >= 0);
+      REQUIRE((tg == -100 || tg >= 0));
+      some_target = some_target || tg >= 0;
+    }
+    REQUIRE(some_target);
+    at += 3 + 2 * static_cast<size_t>(b * t);
+    ++micro;
+  }
+  REQUIRE(at == raw.size());
+  REQUIRE(micro == 8);
+  fs::remove(dump);
+}
+
 TEST_CASE("train: a missing model or dataset is a clear error before any work") {
   fs::path dir = temp_dir("missing");
   TrainConfig c = tiny((dir / "ckpt").string());
