@@ -48,7 +48,7 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
       bool all_running = true;
       for (const auto& x : a->nodes) all_running = all_running && x.state == "RUNNING";
       if (all_running && r.stop_kind.empty()) r.info.status_message = "all nodes running";
-      save(r);
+      store_.save_run_node(r, attempt, node);  // this node's row and the run's head, not every node's
       logs_.wake();
     }
   } else {
@@ -63,7 +63,9 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
       node_failed(r, node, rep.exit_code, why, rep.last_lines);
     }
     maybe_finish_attempt(r);
-    save(r);
+    // An attempt that ended (or a stop that began) may have changed every node: write them all.
+    if (attempt_ended(*a) || !r.stop_kind.empty()) save(r);
+    else store_.save_run_node(r, attempt, node);
     logs_.wake();
   }
   return {r.stop_kind.empty() ? "continue" : "stop"};

@@ -143,38 +143,64 @@ std::vector<std::pair<std::string, std::string>> Store::tokens() const {
   return out;
 }
 
+namespace {
+
+void write_head(sqlite3* db, const RunRecord& r) {
+  api::RunInfo head = r.info;
+  head.attempts.clear();
+  Stmt run(db,
+           "INSERT INTO runs(run_id, seq, info_json, spec_json, state, idempotency_key, stop_reason, "
+           "stop_kind, stop_started_ms) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
+           "seq=excluded.seq, info_json=excluded.info_json, spec_json=excluded.spec_json, state=excluded.state, "
+           "idempotency_key=excluded.idempotency_key, stop_reason=excluded.stop_reason, "
+           "stop_kind=excluded.stop_kind, stop_started_ms=excluded.stop_started_ms");
+  run.bind(1, r.info.run_id).bind(2, r.seq).bind(3, json(head).dump()).bind(4, r.spec_json)
+      .bind(5, r.info.state).bind(6, r.info.idempotency_key).bind(7, r.stop_reason).bind(8, r.stop_kind)
+      .bind(9, r.stop_started_ms).step();
+  for (const auto& a : r.info.attempts) {
+    Stmt at(db,
+            "INSERT OR REPLACE INTO attempts(run_id, number, state, master_port, started_at_ms, ended_at_ms, "
+            "failing_node, failing_exit_code, failing_lines, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
+    at.bind(1, r.info.run_id).bind(2, a.number).bind(3, a.state).bind(4, a.master_port)
+        .bind(5, a.started_at_ms).bind(6, a.ended_at_ms).bind(7, a.failing_node)
+        .bind(8, a.failing_exit_code).bind(9, json(a.failing_lines).dump()).bind(10, a.reason).step();
+  }
+}
+
+void write_node(sqlite3* db, const RunRecord& r, const api::AttemptInfo& a, const api::NodeInfo& n) {
+  const bool current = a.number == r.info.current_attempt;
+  const int agent_pid = current && n.rank < static_cast<int>(r.agent_pids.size()) ? r.agent_pids[n.rank] : 0;
+  Stmt nd(db,
+          "INSERT OR REPLACE INTO nodes(run_id, attempt, rank, state, exit_code, message, pid, gpus, "
+          "agent_pid, running_at_ms) VALUES(?,?,?,?,?,?,?,?,?,?)");
+  nd.bind(1, r.info.run_id).bind(2, a.number).bind(3, n.rank).bind(4, n.state).bind(5, n.exit_code)
+      .bind(6, n.message).bind(7, n.pid).bind(8, n.gpus).bind(9, agent_pid)
+      .bind(10, n.running_at_ms).step();
+}
+
+}  // namespace
+
 void Store::save_run(const RunRecord& r) {
   exec("BEGIN IMMEDIATE");
   try {
-    api::RunInfo head = r.info;
-    head.attempts.clear();
-    Stmt run(db_,
-             "INSERT INTO runs(run_id, seq, info_json, spec_json, state, idempotency_key, stop_reason, "
-             "stop_kind, stop_started_ms) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
-             "seq=excluded.seq, info_json=excluded.info_json, spec_json=excluded.spec_json, state=excluded.state, "
-             "idempotency_key=excluded.idempotency_key, stop_reason=excluded.stop_reason, "
-             "stop_kind=excluded.stop_kind, stop_started_ms=excluded.stop_started_ms");
-    run.bind(1, r.info.run_id).bind(2, r.seq).bind(3, json(head).dump()).bind(4, r.spec_json)
-        .bind(5, r.info.state).bind(6, r.info.idempotency_key).bind(7, r.stop_reason).bind(8, r.stop_kind)
-        .bind(9, r.stop_started_ms).step();
-    for (const auto& a : r.info.attempts) {
-      Stmt at(db_,
-              "INSERT OR REPLACE INTO attempts(run_id, number, state, master_port, started_at_ms, ended_at_ms, "
-              "failing_node, failing_exit_code, failing_lines, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
-      at.bind(1, r.info.run_id).bind(2, a.number).bind(3, a.state).bind(4, a.master_port)
-          .bind(5, a.started_at_ms).bind(6, a.ended_at_ms).bind(7, a.failing_node)
-          .bind(8, a.failing_exit_code).bind(9, json(a.failing_lines).dump()).bind(10, a.reason).step();
-      bool current = a.number == r.info.current_attempt;
-      for (const auto& n : a.nodes) {
-        int agent_pid = current && n.rank < static_cast<int>(r.agent_pids.size()) ? r.agent_pids[n.rank] : 0;
-        Stmt nd(db_,
-                "INSERT OR REPLACE INTO nodes(run_id, attempt, rank, state, exit_code, message, pid, gpus, "
-                "agent_pid, running_at_ms) VALUES(?,?,?,?,?,?,?,?,?,?)");
-        nd.bind(1, r.info.run_id).bind(2, a.number).bind(3, n.rank).bind(4, n.state).bind(5, n.exit_code)
-            .bind(6, n.message).bind(7, n.pid).bind(8, n.gpus).bind(9, agent_pid)
-            .bind(10, n.running_at_ms).step();
-      }
-    }
+    write_head(db_, r);
+    for (const auto& a : r.info.attempts)
+      for (const auto& n : a.nodes) write_node(db_, r, a, n);
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+void Store::save_run_node(const RunRecord& r, int attempt, int rank) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    write_head(db_, r);
+    for (const auto& a : r.info.attempts)
+      if (a.number == attempt)
+        for (const auto& n : a.nodes)
+          if (n.rank == rank) write_node(db_, r, a, n);
     exec("COMMIT");
   } catch (...) {
     exec("ROLLBACK");

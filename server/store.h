@@ -40,6 +40,9 @@ class Store {
 
   // Inserts or replaces the run with its attempts and nodes, in one transaction.
   void save_run(const RunRecord& r);
+  // The run's own row, its attempts' rows and one node's row of attempt `attempt`, in one transaction: what
+  // a node's heartbeat changes (a 100-node run's start then writes 100 small transactions, not 100 x 100 rows).
+  void save_run_node(const RunRecord& r, int attempt, int rank);
   std::vector<RunRecord> load_runs() const;
   int64_t max_seq() const;
 

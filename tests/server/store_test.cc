@@ -119,6 +119,31 @@ TEST_CASE("store: saving a run again replaces it; the idempotency key stays uniq
   CHECK(s.load_runs().size() == 1);                  // and the failed save left nothing behind
 }
 
+// A heartbeat writes one node's row and the run's head (issue 22: a 100-node run's start no longer rewrites
+// every node per report); the other nodes keep what was stored, and a full save still writes them all.
+TEST_CASE("store: saving one node writes that node and the run's head, and leaves the others as stored") {
+  TempDir d;
+  Store s(d.path + "/w.db");
+  RunRecord r = sample_run();
+  s.save_run(r);
+  r.info.status_message = "node 1 reported";
+  r.info.attempts[1].nodes[1].state = "SUCCEEDED";
+  r.info.attempts[1].nodes[1].exit_code = 0;
+  r.info.attempts[1].nodes[0].state = "LOST";  // in memory only: save_run_node names node 1
+  s.save_run_node(r, 2, 1);
+  auto runs = s.load_runs();
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].info.status_message == "node 1 reported");
+  REQUIRE(runs[0].info.attempts.size() == 2);
+  CHECK(runs[0].info.attempts[1].nodes[1].state == "SUCCEEDED");
+  CHECK(runs[0].info.attempts[1].nodes[1].exit_code == 0);
+  CHECK(runs[0].info.attempts[1].nodes[0].state == "RUNNING");
+  CHECK(runs[0].info.attempts[0].nodes[1].state == "FAILED");  // another attempt's node of the same rank
+  CHECK(runs[0].agent_pids == std::vector<int>{101, 102});
+  s.save_run(r);
+  CHECK(s.load_runs()[0].info.attempts[1].nodes[0].state == "LOST");
+}
+
 TEST_CASE("store: tokens are kept by hash and scope, and a scope can be revoked") {
   TempDir d;
   Store s(d.path + "/w.db");
