@@ -45,6 +45,28 @@ def covered(a, b, merged):
     return total
 
 
+CATEGORIES = (  # first match wins; names as CUDA reports them
+    ("GEMM (cuBLAS)", GEMM),
+    ("attention (flash / cuDNN)", re.compile(r"flash|fmha|attention|cudnn", re.I)),
+    ("air kernels: RMSNorm, SwiGLU, RoPE", re.compile(r"rms_(fwd|bwd)_kernel|swiglu_|rope_kernel")),
+    ("air kernel: cross-entropy", re.compile(r"ce_kernel")),
+    ("AdamW (fused)", re.compile(r"adam", re.I)),
+    ("reductions (norms, sums)", re.compile(r"reduce_kernel|reduction|norm_kernel", re.I)),
+    ("elementwise / copies (ATen)", re.compile(r"elementwise|vectorized|copy|fill|index|embedding|cat", re.I)),
+)
+
+
+def category(e):
+    if e.get("cat") == "gpu_memcpy":
+        return "memcpy"
+    if e.get("cat") == "gpu_memset":
+        return "memset"
+    for name, rx in CATEGORIES:
+        if rx.search(e["name"]):
+            return name
+    return "other kernels"
+
+
 def kind_of(name):
     n = name.lower()
     if "gather" in n:
@@ -122,12 +144,27 @@ def main():
               f"{100 * r['under_compute_us'] / us:.0f}% | {exposed / 1e3:.2f} ms | "
               f"{','.join(str(s) for s in sorted(r['streams'], key=str))} | {'; '.join(sorted(r['names']))[:80]} |")
         out[k] = {kk: (sorted(v, key=str) if isinstance(v, set) else v) for kk, v in r.items()}
+    # Where the compute time goes: GPU time per category and the heaviest kernels.
+    cats, kernels = defaultdict(float), defaultdict(lambda: [0, 0.0])
+    for e in compute:
+        cats[category(e)] += e["dur"]
+        k = kernels[e["name"][:90]]
+        k[0] += 1
+        k[1] += e["dur"]
+    total = max(sum(cats.values()), 1e-9)
+    print("\n| compute category | GPU time | share |\n|---|---|---|")
+    for c, us in sorted(cats.items(), key=lambda kv: -kv[1]):
+        print(f"| {c} | {us / 1e3:.1f} ms | {100 * us / total:.1f}% |")
+    print("\n| kernel (heaviest 12) | calls | GPU time |\n|---|---|---|")
+    for name, (n, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:12]:
+        print(f"| `{name}` | {n} | {us / 1e3:.1f} ms |")
     if not rows:
         print("no collective activity found (world size 1 without AIR_TRAIN_WORLD1_NCCL=1 runs none)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"step_ms": (step_end - step_start) / 1e3, "compute_busy_ms": gpu_busy / 1e3,
-                       "main_stream": main_stream, "collectives": out}, f, indent=1)
+                       "main_stream": main_stream, "collectives": out,
+                       "categories_ms": {c: us / 1e3 for c, us in cats.items()}}, f, indent=1)
     return 0 if rows else 1
 
 

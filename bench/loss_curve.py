@@ -26,15 +26,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def read_batches(path):
-    import numpy as np
-    raw = np.fromfile(path, dtype="<i8")
+    """The micro-batches of an AIR_TRAIN_DUMP_BATCHES file: [(step, ids, targets)], ids and targets as B lists of T ints."""
+    import array
+    raw = array.array("q")
+    with open(path, "rb") as f:
+        raw.frombytes(f.read())
+    if sys.byteorder != "little":
+        raw.byteswap()
     out, i = [], 0
-    while i < raw.size:
-        step, b, t = (int(x) for x in raw[i:i + 3])
+    while i < len(raw):
+        step, b, t = raw[i], raw[i + 1], raw[i + 2]
         i += 3
-        ids = raw[i:i + b * t].reshape(b, t)
+        ids = [raw[i + r * t:i + (r + 1) * t].tolist() for r in range(b)]
         i += b * t
-        tg = raw[i:i + b * t].reshape(b, t)
+        tg = [raw[i + r * t:i + (r + 1) * t].tolist() for r in range(b)]
         i += b * t
         out.append((step, ids, tg))
     return out
@@ -86,11 +91,11 @@ def reference(args):
     t0 = time.time()
     for step in steps:
         micro = [b for b in batches if b[0] == step]
-        count = sum(int((tg != -100).sum()) for _, _, tg in micro)
+        count = sum(1 for _, _, tg in micro for row in tg for y in row if y != -100)
         total = torch.zeros((), device="cuda")
         for _, ids, tg in micro:
-            x = torch.from_numpy(ids).cuda()
-            y = torch.from_numpy(tg).cuda()
+            x = torch.tensor(ids, dtype=torch.long, device="cuda")
+            y = torch.tensor(tg, dtype=torch.long, device="cuda")
             logits = model(input_ids=x).logits
             loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1), ignore_index=-100,
                                    reduction="sum") / count
