@@ -287,6 +287,10 @@ class Api {
       if (who && !who->admin && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
         for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
       ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body);
+      // Metrics from a node of a running attempt keep its stall watchdog quiet (no log line needed).
+      if (who && !who->admin && r.status == 200 && req.method == "POST" &&
+          (req.path == "/api/2.0/mlflow/runs/log-batch" || req.path == "/api/2.0/mlflow/runs/log-metric"))
+        ws_.note_metrics(who->run_id, who->attempt);
       send_json(res, r.body, r.status);
     };
     // No body is read without a known token (the handlers answer the caller's rights in their own shapes).

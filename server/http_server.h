@@ -115,6 +115,7 @@ struct Limits {
   int write_timeout_ms = 60000;         // a reader that takes nothing for this long is cut
   size_t max_connections = 20000;
   int workers = 8;
+  int drain_timeout_ms = 8000;  // stop(): requests in flight get this long to be answered
 };
 
 struct TlsFiles {
@@ -141,7 +142,8 @@ class Server {
   // Binds without SO_REUSEPORT (two servers never share a port). port 0: any free port. Returns the
   // bound port, or -1 with errno set.
   int bind(const std::string& host, int port);
-  // Serves until stop(); call after bind().
+  // Serves until stop(); call after bind(). stop() drains: no new connections, idle ones and long polls
+  // closed, requests in flight answered (Connection: close), at most Limits::drain_timeout_ms.
   void listen();
   void stop();  // thread-safe
   void wake();  // thread-safe: re-polls waiting responses now

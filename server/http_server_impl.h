@@ -157,7 +157,9 @@ struct Server::Impl {
   std::unordered_map<int, std::shared_ptr<Conn>> conns;
   std::mutex post_mu;
   std::vector<std::function<void()>> posted;
-  std::atomic<bool> stopping{false}, woken{false};
+  std::atomic<bool> stopping{false}, woken{false}, draining{false};
+  bool drain_started = false;
+  Clock::time_point drain_deadline;
   std::unique_ptr<Pool> pool;
   Clock::time_point next_tick = Clock::now(), next_slow_tick = Clock::now();
   std::unordered_map<int, std::shared_ptr<Conn>> waiters;  // deferred polls and waiting chunked providers
@@ -166,6 +168,7 @@ struct Server::Impl {
   void post(std::function<void()> f);
   void run();
   void on_tick();
+  void drain_step();
   void accept_all();
   void on_event(const std::shared_ptr<Conn>& c, uint32_t events);
   void do_handshake(const std::shared_ptr<Conn>& c);

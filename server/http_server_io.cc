@@ -237,9 +237,40 @@ void Server::Impl::on_tick() {
   wake_waiters(slow);  // deadlines every tick; a full re-poll once a second even without wake()
 }
 
+// stop(): no new connections; connections between requests, long polls and waiting streams are closed (their
+// clients reconnect); a request whose head has arrived is read, handled and answered with
+// "Connection: close", so an upload or a log chunk is either committed and acknowledged or never applied;
+// the loop ends when none is left, or after drain_timeout_ms.
+void Server::Impl::drain_step() {
+  auto now = Clock::now();
+  if (!drain_started) {
+    drain_started = true;
+    drain_deadline = now + std::chrono::milliseconds(limits.drain_timeout_ms);
+    if (listen_fd >= 0) {
+      ::epoll_ctl(epfd, EPOLL_CTL_DEL, listen_fd, nullptr);
+      ::close(listen_fd);
+      listen_fd = -1;
+    }
+  }
+  std::vector<std::shared_ptr<Conn>> idle;
+  for (auto& [fd, c] : conns) {
+    c->keep_alive = false;
+    bool between = c->phase == Phase::kHandshake || (c->phase == Phase::kHead && !c->req);
+    bool waiting = c->phase == Phase::kDeferred || (c->phase == Phase::kWrite && c->provider_waiting);
+    if (between || (waiting && !c->polling)) idle.push_back(c);
+  }
+  for (auto& c : idle) {
+    waiters.erase(c->fd);
+    close_conn(c);
+  }
+  if (conns.empty() || now >= drain_deadline) stopping = true;
+}
+
 void Server::Impl::run() {
   epoll_event events[512];
   while (!stopping) {
+    if (draining) drain_step();
+    if (stopping) break;
     int n = ::epoll_wait(epfd, events, 512, 100);
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
@@ -362,7 +393,7 @@ void Server::listen() {
 }
 
 void Server::stop() {
-  impl_->stopping = true;
+  impl_->draining = true;
   uint64_t one = 1;
   [[maybe_unused]] auto r = ::write(impl_->evfd, &one, sizeof one);
 }

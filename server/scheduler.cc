@@ -265,7 +265,7 @@ bool Workspace::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
     if (!rt.last_output_ms) rt.last_output_ms = t;
     if (t - rt.last_output_ms < limit) continue;
     node_failed(r, n.rank, std::nullopt,
-                fmt::format("node {} stalled: no log line for {:.3g} s (stall_timeout_minutes {:g})", n.rank,
+                fmt::format("node {} stalled: no log line or metric for {:.3g} s (stall_timeout_minutes {:g})", n.rank,
                             static_cast<double>(t - rt.last_output_ms) / 1000.0, *r.info.stall_timeout_minutes),
                 {});
     maybe_finish_attempt(r);
@@ -282,6 +282,15 @@ AppendResult Workspace::append_log(const std::string& id, int attempt, int node,
     if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
   }
   return logs_.append({id, attempt, node}, offset, data);
+}
+
+void Workspace::note_metrics(const std::string& id, int attempt) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
+  for (const auto& a : it->second.info.attempts)
+    if (a.number == attempt)
+      for (const auto& n : a.nodes) runtime_[{id, attempt, n.rank}].last_output_ms = now();
 }
 
 LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,

@@ -87,6 +87,11 @@ class Workspace {
                                    const api::NodeStatusReport& report);
   AppendResult append_log(const std::string& run_id, int attempt, int node, uint64_t offset,
                           std::string_view data);
+  // A node token of this attempt logged metrics through the MLflow API: progress for the stall watchdog.
+  // A node token names the attempt, not the node, so it counts for every node of the attempt (in a
+  // synchronous job a stalled rank stops rank 0's metrics too; nodes running independently are watched by
+  // their log lines). docs/workload.md (stall_timeout_minutes).
+  void note_metrics(const std::string& run_id, int attempt);
   LogRead read_log(const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
                    std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
 

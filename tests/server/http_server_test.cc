@@ -349,3 +349,45 @@ TEST_CASE("http: HTTPS with --cert/--key", "[http]") {
                     "cannot load the TLS certificate or key");
   std::filesystem::remove_all(d);
 }
+
+// stop() drains (a SIGTERM'd workspace): the request in flight is answered (Connection: close), an idle
+// keep-alive connection is closed, no new connection is taken, and listen() returns once none is left.
+TEST_CASE("http: stop drains: requests in flight are answered, idle connections closed, no new ones", "[http]") {
+  TestServer t;
+  std::atomic<bool> in_handler{false};
+  t.srv.Post("/slow", [&](const http::Request& req, http::Response& res) {
+    in_handler = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    res.set_content("stored " + std::to_string(req.body.size()), "text/plain");
+  });
+  t.srv.Get("/hello", [](const http::Request&, http::Response& res) { res.set_content("hi", "text/plain"); });
+  t.start();
+  int idle = connect_to(t.port);
+  send_all(idle, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(status_line(read_response(idle)) == "HTTP/1.1 200 OK");  // now idle between requests
+  int busy = connect_to(t.port);
+  send_all(busy, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  for (int i = 0; i < 100 && !in_handler; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(in_handler);
+  auto t0 = Clock::now();
+  t.srv.stop();
+  std::string r = read_response(busy);
+  CHECK(status_line(r) == "HTTP/1.1 200 OK");
+  CHECK(body_of(r) == "stored 5");
+  CHECK(r.find("Connection: close") != std::string::npos);
+  char c;
+  pollfd p{idle, POLLIN, 0};
+  REQUIRE(::poll(&p, 1, 2000) == 1);
+  CHECK(::recv(idle, &c, 1, 0) <= 0);  // closed by the server, without a response
+  t.thread.join();
+  CHECK(Clock::now() - t0 < std::chrono::seconds(3));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(t.port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0);  // the listener is gone
+  ::close(fd);
+  ::close(idle);
+  ::close(busy);
+}

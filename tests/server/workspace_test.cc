@@ -206,6 +206,37 @@ TEST_CASE("workspace: an agent silent for 15 s is lost and fails the attempt") {
   CHECK(f.get(id).state == "FAILED");
 }
 
+// The stall watchdog (stall_timeout_minutes): a running node whose log does not grow and whose attempt logs
+// no metric for that long fails the attempt; a log chunk or a metric resets the clock.
+TEST_CASE("workspace: the stall watchdog counts log lines and metrics as progress") {
+  Fixture f;
+  std::string id = f.submit("stall_timeout_minutes: 1\nmax_retries: 0\n");
+  f.report(id, 1, 0, "RUNNING");
+  f.report(id, 1, 1, "RUNNING");
+  f.ws->tick();  // the watchdog's clock starts at the nodes' first check
+  for (int i = 0; i < 4; ++i) {  // 4 x 40 s: node 0 prints, node 1 only logs metrics
+    f.clock += 40'000;
+    f.report(id, 1, 0, "RUNNING");
+    f.report(id, 1, 1, "RUNNING");
+    f.ws->append_log(id, 1, 0, 100 * static_cast<uint64_t>(i), std::string(99, 'x') + "\n");
+    f.ws->note_metrics(id, 1);
+    f.ws->tick();
+    REQUIRE(f.get(id).state == "RUNNING");
+  }
+  // Metrics stop; node 0 keeps printing: node 1 stalls after a minute.
+  for (int i = 4; i < 6; ++i) {
+    f.clock += 35'000;
+    f.report(id, 1, 0, "RUNNING");
+    f.report(id, 1, 1, "RUNNING");
+    f.ws->append_log(id, 1, 0, 100 * static_cast<uint64_t>(i), std::string(99, 'x') + "\n");
+    f.ws->tick();
+  }
+  auto r = f.get(id);
+  REQUIRE(r.attempts[0].failing_node);
+  CHECK(*r.attempts[0].failing_node == 1);
+  CHECK(r.attempts[0].reason.find("node 1 stalled") != std::string::npos);
+}
+
 TEST_CASE("workspace: an agent process that exits without a final report fails the attempt at once") {
   Fixture f;
   std::string id = f.submit("max_retries: 0\n");
