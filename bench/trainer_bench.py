@@ -9,7 +9,7 @@ A run is SHAPE:MODE[:OPTION...]: MODE padded (one example per row, as the refere
 examples per row, attention within each); options: ac (recompute every block), noac (recompute none),
 repeatkv (attention on repeated k/v heads instead of GQA kernels), steps=N, warmup=N, curve (write every step's loss),
 collectives (AIR_TRAIN_WORLD1_NCCL=1: the gathers and reduce-scatters of N GPUs, over NCCL, at world 1),
-trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it).
+carveout=N (GEMMs leave N SMs free), trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it).
 """
 import argparse
 import json
@@ -70,6 +70,9 @@ def run(args, spec, work):
         env["AIR_TRAIN_ATTN_GQA"] = "0"
     if "collectives" in opts:
         env["AIR_TRAIN_WORLD1_NCCL"] = "1"
+    carve = next((o[9:] for o in opts if o.startswith("carveout=")), None)
+    if carve:  # cuBLAS leaves this many SMs to communication kernels (AIR_TRAIN_SM_CARVEOUT)
+        env["AIR_TRAIN_SM_CARVEOUT"] = carve
     trace = None
     if "trace" in opts:
         trace = os.path.join(os.path.dirname(os.path.abspath(args.json)), "trace_" + spec.replace(":", "_") + ".json")

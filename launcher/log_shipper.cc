@@ -60,7 +60,8 @@ bool LogSpool::write_all(std::string_view data) {
     }
     done += static_cast<size_t>(n);
   }
-  size_.store(start + data.size(), std::memory_order_release);
+  size_.store(start + data.size(), std::memory_order_release);  // the shipper may send it now
+  pacer_.wrote(write_fd_, start + data.size());
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/client.h"
+#include "core/writeback.h"
 
 namespace air::launcher {
 
@@ -43,6 +44,7 @@ class LogSpool {
   std::atomic<uint64_t> size_{0};
   std::atomic<uint64_t> dropped_{0};
   bool truncated_ = false;
+  WritebackPacer pacer_;  // bounded dirty data (core/writeback.h)
 };
 
 struct ShipperOptions {

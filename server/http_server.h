@@ -114,7 +114,7 @@ struct Limits {
   int body_timeout_ms = 30000;          // no body byte for this long: 408
   int write_timeout_ms = 60000;         // a reader that takes nothing for this long is cut
   size_t max_connections = 20000;
-  int workers = 8;
+  int workers = 16;  // handlers may wait on the disk (log appends pace their writeback): room for the rest
   int drain_timeout_ms = 8000;  // stop(): requests in flight get this long to be answered
 };
 

@@ -62,6 +62,7 @@ AppendResult LogStore::append(const LogKey& k, uint64_t offset, std::string_view
       done += static_cast<size_t>(w);
     }
     e.size += data.size();
+    e.pacer.wrote(fd, e.size);
   }
   wake();
   return {false, e.size};
@@ -79,6 +80,7 @@ int LogStore::append_fd(const LogKey& k, Entry& e) {
     int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) throw Error("cannot write log " + p + ": " + std::strerror(errno));
     e.fd = fd;
+    e.pacer.reset(e.size);
     std::lock_guard<std::mutex> g(fds_mu_);
     open_.push_back(&e);
   }

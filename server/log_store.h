@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/writeback.h"
+
 namespace air::server {
 
 struct LogKey {
@@ -60,6 +62,7 @@ class LogStore {
     bool loaded = false;
     int fd = -1;  // open for appends while the log grows: one open() per log, not one per chunk
     uint64_t last_use = 0;
+    air::WritebackPacer pacer;  // bounded dirty data per log (core/writeback.h)
   };
   Entry& entry(const LogKey& k);
   // The entry's append fd (opened, and its folder made, on first use). Call with e.mu held.

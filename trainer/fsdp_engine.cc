@@ -5,7 +5,9 @@
 #if __has_include("trainer/engine.h")
 #include "trainer/fsdp_engine.h"
 
+#include <ATen/Context.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -37,6 +39,17 @@ DistBackend pick_backend(const EngineSetup& s) {
   return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
 }
 
+// AIR_TRAIN_SM_CARVEOUT=N: cuBLAS GEMMs leave N streaming multiprocessors free, so that communication
+// kernels (NCCL's, or a device copy) can run beside them instead of waiting for a GEMM that holds every SM.
+// An experiment for the N-GPU overlap (docs/performance.md); off by default.
+void apply_sm_carveout() {
+  const char* v = std::getenv("AIR_TRAIN_SM_CARVEOUT");
+  if (!v || !*v) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  at::globalContext()._setSMCarveout_EXPERIMENTAL(std::atoi(v));
+#endif
+}
+
 class FsdpEngine : public ShardedEngine {
  public:
   explicit FsdpEngine(const EngineSetup& s)
@@ -55,6 +68,7 @@ class FsdpEngine : public ShardedEngine {
     if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
     fc.fused_adamw = s.config.fused_adamw != "off";
     fc.world1_collectives = world1_collectives();
+    apply_sm_carveout();
     // The head's logits chunk: about 1 GiB of bf16 logits at a time (one chunk for 4 x 1024 rows at 128k vocab).
     chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, s.model_config.vocab_size));
     fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
@@ -97,8 +111,10 @@ class FsdpEngine : public ShardedEngine {
     std::vector<at::Tensor> inputs(L);
     saved_.resize(L);
     for (size_t l = 0; l < L; ++l) {
-      if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
+      // Wait for this unit's gather before the next one is issued: the wait then names this gather's
+      // completion, and the next gather still starts before this block's kernels are queued.
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
       inputs[l] = h;
       h = block_fwd(c, w, h, plan, recompute_[l] ? nullptr : &saved_[l]);
       fsdp_->release_gathered(1 + l);
@@ -110,8 +126,8 @@ class FsdpEngine : public ShardedEngine {
     h = at::Tensor();
     at::Tensor dh = head.dh;
     for (size_t l = L; l-- > 0;) {
-      if (sharded && l > 0) fsdp_->prefetch(l);
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      if (sharded && l > 0) fsdp_->prefetch(l);
       if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l]);
       dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan);
       inputs[l] = at::Tensor();

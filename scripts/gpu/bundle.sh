@@ -72,6 +72,8 @@ import sys
 p = sys.argv[1]
 s = open(p).read()
 old = "pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)"
+if "add_library(PkgConfig::ZSTD INTERFACE IMPORTED)" in s:
+    sys.exit(0)  # patched by an earlier run: bundle.sh runs again after code changes
 if old not in s:
     sys.exit("bundle.sh: trainer/CMakeLists.txt no longer finds zstd the way this script patches")
 s = s.replace(old, "add_library(PkgConfig::ZSTD INTERFACE IMPORTED)\n"
