@@ -7,8 +7,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace air {
 
@@ -34,5 +37,16 @@ class WritebackPacer {
  private:
   uint64_t next_ = kWindow;
 };
+
+// Logs stop short of filling a disk: writing `bytes` under `dir` must leave 1/8 of the file system (at most
+// 64 MiB) free, so that the workspace's database (same disk in the local workspace) can still record why a
+// run's logs stopped. False when it would not; true when the file system cannot be asked.
+inline bool leaves_disk_reserve(const std::string& dir, uint64_t bytes) {
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) != 0) return true;
+  const uint64_t total = static_cast<uint64_t>(v.f_blocks) * v.f_frsize;
+  const uint64_t avail = static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
+  return avail >= bytes + std::min<uint64_t>(total / 8, uint64_t{64} << 20);
+}
 
 }  // namespace air

@@ -31,6 +31,7 @@ bool is_log_gap(const nlohmann::json& body) {
 }  // namespace
 
 LogSpool::LogSpool(std::string path, uint64_t max_bytes) : path_(std::move(path)), max_bytes_(max_bytes) {
+  dir_ = path_.find('/') == std::string::npos ? "." : path_.substr(0, path_.rfind('/') + 1);
   write_fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (write_fd_ < 0) throw Error("cannot create the log spool " + path_ + ": " + std::strerror(errno));
   read_fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -48,6 +49,15 @@ LogSpool::~LogSpool() {
 
 bool LogSpool::write_all(std::string_view data) {
   uint64_t start = size_.load();
+  // core/writeback.h: the last free space is not for logs (asked once per MiB written: a syscall).
+  unchecked_ += data.size();
+  if (unchecked_ >= (1u << 20)) {
+    if (!leaves_disk_reserve(dir_, unchecked_)) {
+      errno = ENOSPC;
+      return false;
+    }
+    unchecked_ = 0;
+  }
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(write_fd_, data.data() + done, data.size() - done);
@@ -133,6 +143,12 @@ bool LogShipper::drain(std::chrono::steady_clock::time_point deadline) {
   return cv_.wait_until(lock, deadline, [&] { return acked_.load() >= target; });
 }
 
+std::chrono::steady_clock::duration LogShipper::out_of_space_for() const {
+  std::lock_guard lock(mu_);
+  if (full_since_ == std::chrono::steady_clock::time_point{}) return {};
+  return std::chrono::steady_clock::now() - full_since_;
+}
+
 ShipperStats LogShipper::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
@@ -175,6 +191,8 @@ bool LogShipper::ship_once(std::string& chunk) {
                                  "application/octet-stream", options_.request_timeout_ms);
   std::lock_guard lock(mu_);
   stats_.requests++;
+  if (r.status != 507) full_since_ = {};
+  else if (full_since_ == std::chrono::steady_clock::time_point{}) full_since_ = std::chrono::steady_clock::now();
   if (r.ok()) {
     if (failing_) {
       failing_ = false;

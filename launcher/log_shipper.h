@@ -38,12 +38,13 @@ class LogSpool {
 
  private:
   bool write_all(std::string_view data);
-  std::string path_;
+  std::string path_, dir_;  // dir_: the spool's folder (for the free-space check)
   uint64_t max_bytes_;
   int write_fd_ = -1, read_fd_ = -1;
   std::atomic<uint64_t> size_{0};
   std::atomic<uint64_t> dropped_{0};
   bool truncated_ = false;
+  uint64_t unchecked_ = 0;  // bytes written since free space was last checked
   WritebackPacer pacer_;  // bounded dirty data (core/writeback.h)
 };
 
@@ -72,6 +73,9 @@ class LogShipper {
   void stop();
   uint64_t acked() const { return acked_.load(); }
   ShipperStats stats() const;
+  // How long the workspace has been refusing every chunk for lack of disk (HTTP 507) without a success in
+  // between; zero when it is not.
+  std::chrono::steady_clock::duration out_of_space_for() const;
 
  private:
   void loop();
@@ -88,6 +92,7 @@ class LogShipper {
   bool stop_ = false;
   bool notified_ = false;
   bool failing_ = false;
+  std::chrono::steady_clock::time_point full_since_{};  // first 507 of the current run of refusals
   ShipperStats stats_;
   std::thread thread_;
 };

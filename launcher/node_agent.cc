@@ -35,6 +35,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// A duration in milliseconds from the environment (tests shorten waits), else the default.
+int64_t env_ms(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  return end && *end == 0 && n >= 0 ? n : fallback;
+}
+
 std::atomic<int> g_signal{0};
 std::atomic<int> g_wake_fd{-1};
 
@@ -152,12 +161,14 @@ struct Pipeline {
     if (framed.empty()) return;
     if (!spool.append(framed) && !spool_failed) {
       spool_failed = true;
-      log.info("cannot write the log spool " + spool.path() + ": " + std::strerror(errno));
+      spool_error = std::strerror(errno);
+      log.info("cannot write the log spool " + spool.path() + ": " + spool_error);
     }
     tail.add(framed);
     shipper.notify();
   }
   bool spool_failed = false;
+  std::string spool_error;
 };
 
 // Reads both pipes until the command and everything in its group are gone; handles stop and signals.
@@ -277,7 +288,7 @@ int run_node_agent(const NodeAgentOptions& o) {
   LogShipper shipper(spool, std::make_unique<Client>(o.server, o.token), so);
   shipper.start();
   LogTail tail;
-  Pipeline pipeline{spool, shipper, tail, log, {o.token}};
+  Pipeline pipeline{spool, shipper, tail, log, {o.token}, false, {}};
 
   api::NodeStatusReport final;
   final.state = "FAILED";
@@ -387,11 +398,28 @@ int run_node_agent(const NodeAgentOptions& o) {
   // signalled agent exits within 5 s whatever the workspace does (its lines stay in the spool).
   bool signalled = g_signal.load() != 0;
   auto drain_deadline = Clock::now() + (signalled ? std::chrono::milliseconds(2000) : o.drain_timeout);
-  if (!shipper.drain(drain_deadline)) {
+  // A workspace that answers "disk full" (507) for disk_full_grace is not waited for any longer: the run
+  // ends, saying so, and the lines stay in the spool. An unreachable workspace is waited for (it may be
+  // restarting), up to drain_timeout.
+  const auto disk_full_grace = std::chrono::milliseconds(env_ms("AIR_AGENT_DISK_FULL_GRACE_MS", 20000));
+  bool drained = false, full = false;
+  while (!(drained = shipper.drain(std::min(drain_deadline, Clock::now() + std::chrono::milliseconds(500))))) {
+    if (Clock::now() >= drain_deadline) break;
+    if (shipper.out_of_space_for() >= disk_full_grace) {
+      full = true;
+      break;
+    }
+  }
+  if (!drained) {
     uint64_t left = spool.size() - shipper.acked();
     log.info(std::to_string(left) + " bytes of log could not be shipped; they are in " + spool.path());
-    final.message += "; " + std::to_string(left) + " bytes of log not shipped (kept on the node)";
+    final.message += "; " + std::to_string(left) + " bytes of log not " +
+                     (full ? "stored: the workspace's disk is full (kept on the node in " + spool.path() + ")"
+                           : "shipped (kept on the node)");
   }
+  if (pipeline.spool_failed)
+    final.message += "; the node's log spool could not be written (" + pipeline.spool_error +
+                     "): output after byte " + std::to_string(spool.size()) + " was lost";
   shipper.stop();
   status.finish();
   auto report_deadline = signalled ? Clock::now() + std::chrono::milliseconds(1500)

@@ -39,6 +39,7 @@ LogStore::Entry& LogStore::entry(const LogKey& k) {
   return e;
 }
 
+
 AppendResult LogStore::append(const LogKey& k, uint64_t offset, std::string_view data) {
   Entry& e = entry(k);
   {
@@ -47,17 +48,22 @@ AppendResult LogStore::append(const LogKey& k, uint64_t offset, std::string_view
     uint64_t skip = e.size - offset;
     if (skip >= data.size()) return {false, e.size};
     data.remove_prefix(skip);
+    if (!leaves_disk_reserve(runs_dir_, data.size()))
+      throw LogWriteError("cannot write log " + path(k) + ": " + std::strerror(ENOSPC) +
+                              " (the last free space is kept for the workspace's database)",
+                          ENOSPC);
     int fd = append_fd(k, e);
     size_t done = 0;
     while (done < data.size()) {
       ssize_t w = ::write(fd, data.data() + done, data.size() - done);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
+        const int err = w < 0 ? errno : ENOSPC;
         // Keep the size equal to the file's length so that the agent's retry resumes exactly here.
         struct stat st {};
         if (::fstat(fd, &st) == 0) e.size = static_cast<uint64_t>(st.st_size);
         close_fd(e);
-        throw Error("cannot write log " + path(k));
+        throw LogWriteError("cannot write log " + path(k) + ": " + std::strerror(err), err);
       }
       done += static_cast<size_t>(w);
     }

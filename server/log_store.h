@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -16,6 +17,12 @@
 #include "core/writeback.h"
 
 namespace air::server {
+
+// A log append the file system refused; err is the errno (ENOSPC: the workspace's disk is full).
+struct LogWriteError : std::runtime_error {
+  LogWriteError(const std::string& what, int err) : std::runtime_error(what), err(err) {}
+  int err;
+};
 
 struct LogKey {
   std::string run_id;

@@ -2,10 +2,12 @@
 // lost agents, and the log endpoints that depend on attempt state.
 #include <fmt/format.h>
 
-#include "core/run_state.h"
-#include "server/workspace.h"
+#include <cerrno>
+#include <cstring>
 
+#include "core/run_state.h"
 #include "server/services.h"
+#include "server/workspace.h"
 
 namespace air::server {
 
@@ -281,7 +283,17 @@ AppendResult Workspace::append_log(const std::string& id, int attempt, int node,
     check_node(find(id), attempt, node);
     if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
   }
-  return logs_.append({id, attempt, node}, offset, data);
+  try {
+    return logs_.append({id, attempt, node}, offset, data);
+  } catch (const LogWriteError& e) {
+    // The agent keeps the lines in its spool and retries; 507 tells it (and a reader of its log) why.
+    if (e.err == ENOSPC || e.err == EDQUOT)
+      throw HttpError(507, "DISK_FULL",
+                      fmt::format("the workspace's disk is full: node {}'s log cannot be stored ({}); free space "
+                                  "under the workspace's home, the node keeps the lines and retries",
+                                  node, std::strerror(e.err)));
+    throw HttpError(500, "LOG_WRITE_FAILED", e.what());
+  }
 }
 
 void Workspace::note_metrics(const std::string& id, int attempt) {
