@@ -232,8 +232,11 @@ if [ -n "$hp" ] && [ -f "$W/steps.json" ]; then
   (export HF_HOME=$hf HF_HUB_OFFLINE=1; unset HF_TOKEN; cd "$W" &&
    timeout "$limit" "$BIN/air-train" --config "$hp" --set save=false) > "$W/direct.log" 2>&1
   python3 "$ck" steps --log "$W/direct.log" --steps "$steps" --json "$W/direct.json" | sed 's/^/direct: /'
-  python3 "$ck" ratio --e2e "$W/steps.json" --direct "$W/direct.json" --min 0.98
-  check "orchestration costs at most 2% of the steady training throughput (air run vs air-train alone)" $?
+  # The CPU smoke's tiny model takes milliseconds per step, where machine noise is larger than 2%: there
+  # the ratio is printed, not judged.
+  python3 "$ck" ratio --e2e "$W/steps.json" --direct "$W/direct.json" --min "$([ "$mode" = tiny ] && echo 0 || echo 0.98)"
+  check "$([ "$mode" = tiny ] && echo "the same training without air ran (CPU smoke: the ratio is not judged)" ||
+           echo "orchestration costs at most 2% of the steady training throughput (air run vs air-train alone)")" $?
 else
   check "the same training directly (no hyperparameters file under $AIR_HOME, or no step lines)" 1
 fi
