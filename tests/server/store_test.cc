@@ -9,9 +9,12 @@
 #include <vector>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "core/error.h"
 #include "server/blob_store.h"
 #include "server/log_store.h"
+#include "server/mlflow_store.h"
 #include "server/store.h"
 
 namespace fs = std::filesystem;
@@ -257,4 +260,44 @@ TEST_CASE("blob store: an upload is accepted only when its content matches its n
   CHECK(fs::is_empty(d.path + "/tmp"));  // the rejected upload left no file behind
   auto big = blobs.begin(sha256_hex("x"), 4);
   CHECK_FALSE(big->write("12345", 5));
+}
+
+// A metric series is read from one covering index range (issue 14: a 200,000-point chart's first open read
+// the table row by row); a database made by an earlier workspace loses the narrower index when reopened.
+TEST_CASE("mlflow store: a metric series is read from the covering index, in its order") {
+  TempDir d;
+  std::string db = d.path + "/w.db";
+  {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw,
+                         "CREATE TABLE mlflow_metrics(run_id TEXT NOT NULL, key TEXT NOT NULL, value REAL, special TEXT, "
+                         "timestamp INTEGER NOT NULL, step INTEGER NOT NULL); CREATE INDEX mlflow_metrics_by_run ON "
+                         "mlflow_metrics(run_id, key, step, timestamp);",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  { MlflowStore store(db); }
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+  auto plan = [&](const char* sql) {
+    std::string out;
+    sqlite3_stmt* st = nullptr;
+    REQUIRE(sqlite3_prepare_v2(raw, (std::string("EXPLAIN QUERY PLAN ") + sql).c_str(), -1, &st, nullptr) == SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) out += std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 3))) + "\n";
+    sqlite3_finalize(st);
+    return out;
+  };
+  std::string p = plan("SELECT key, value, special, timestamp, step FROM mlflow_metrics WHERE run_id = 'r' AND key = 'k' "
+                       "ORDER BY step, timestamp, value, special, rowid");
+  INFO(p);
+  CHECK(p.find("COVERING INDEX mlflow_metrics_cover") != std::string::npos);
+  CHECK(p.find("TEMP B-TREE") == std::string::npos);  // no sort: the index's order is the answer's
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(raw, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'mlflow_metrics_by_run'",
+                             -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(st, 0) == 0);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
 }
