@@ -60,7 +60,12 @@ using ArchivePtr = std::unique_ptr<struct archive, int (*)(struct archive*)>;
 using EntryPtr = std::unique_ptr<struct archive_entry, void (*)(struct archive_entry*)>;
 
 Error archive_error(struct archive* a, const std::string& what) {
-  return Error("cannot write the snapshot archive (" + what + "): " + archive_text(a));
+  // libarchive keeps the system's errno: say "No space left on device" rather than only "write failed".
+  const int err = archive_errno(a);
+  std::string why = archive_text(a);
+  if (err > 0 && why.find(std::strerror(err)) == std::string::npos) why += " (" + std::string(std::strerror(err)) + ")";
+  return Error("cannot write the snapshot archive (" + what + "): " + why,
+               err == ENOSPC ? "free disk space where the snapshot cache is ($AIR_HOME)" : "");
 }
 
 // zstd's output does not depend on the number of workers once there is at least one, so the digest is
