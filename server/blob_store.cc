@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/writeback.h"
 
 namespace air::server {
 
@@ -79,10 +81,22 @@ bool BlobWriter::write(const char* data, size_t n) {
   bytes_ += n;
   if (bytes_ > max_) return false;
   EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n);
+  unchecked_ += n;
+  if (unchecked_ >= (1u << 20)) {  // core/writeback.h: the last free space is the database's
+    if (!leaves_disk_reserve(fs::path(tmp_).parent_path().string(), unchecked_)) {
+      errno_ = ENOSPC;
+      return false;
+    }
+    unchecked_ = 0;
+  }
   size_t done = 0;
   while (done < n) {
     ssize_t w = ::write(fd_, data + done, n - done);
-    if (w <= 0) return false;
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      errno_ = w < 0 ? errno : ENOSPC;
+      return false;
+    }
     done += static_cast<size_t>(w);
   }
   return true;

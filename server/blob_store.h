@@ -29,8 +29,10 @@ class BlobWriter {
  public:
   BlobWriter(std::string tmp_path, std::string final_path, std::string digest, uint64_t max_bytes);
   ~BlobWriter();  // removes the temporary file unless commit() succeeded
-  // false when the blob grew beyond max_bytes (the upload is then abandoned).
+  // false when the blob grew beyond max_bytes, or the disk refused it (write_errno() then says why; a
+  // disk that would be left without its reserve for the database counts as ENOSPC): the upload is abandoned.
   bool write(const char* data, size_t n);
+  int write_errno() const { return errno_; }
   // Verifies the digest and renames into place; throws air::Error on a mismatch.
   void commit();
   uint64_t bytes() const { return bytes_; }
@@ -38,7 +40,8 @@ class BlobWriter {
  private:
   std::string tmp_, final_, digest_;
   uint64_t max_, bytes_ = 0;
-  int fd_ = -1;
+  int fd_ = -1, errno_ = 0;
+  uint64_t unchecked_ = 0;  // bytes since free space was last checked
   void* ctx_ = nullptr;  // EVP_MD_CTX
   bool committed_ = false;
 };

@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -265,6 +267,12 @@ class Api {
       auto w = ws_.blobs().begin(digest, ws_.options().max_snapshot_bytes);
       bool fits = true;
       bool complete = read([&](const char* d, size_t n) { return fits = w->write(d, n); });
+      if (!fits && (w->write_errno() == ENOSPC || w->write_errno() == EDQUOT))
+        throw HttpError(507, "DISK_FULL",
+                        fmt::format("the workspace's disk is full: the snapshot cannot be stored ({}); free space "
+                                    "under the workspace's home and submit again", std::strerror(w->write_errno())));
+      if (!fits && w->write_errno())
+        throw HttpError(500, "WRITE_FAILED", fmt::format("the snapshot cannot be stored: {}", std::strerror(w->write_errno())));
       if (!fits)
         throw HttpError(413, "TOO_LARGE", fmt::format("snapshot is larger than this workspace accepts ({} bytes)",
                                                      ws_.options().max_snapshot_bytes));

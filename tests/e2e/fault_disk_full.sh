@@ -63,6 +63,19 @@ for line in open(sys.argv[1], errors="replace"):
 print(f"stored: lines 1..{n} in order")
 PY
 
+# A snapshot upload while the disk is full (straight to the API, as the CLI's archive would not fit its
+# cache either): 507 DISK_FULL, not 413, and no half-written blob left behind.
+snap=$(dirname "$E2E_TMP")/air-snap-$$.bin  # beside E2E_TMP: not on the full tmpfs
+head -c 12000000 /dev/urandom > "$snap"
+digest=$(sha256sum "$snap" | cut -d' ' -f1)
+url=$(json_get "$AIR_HOME/server.json" 'd["url"]'); token=$(json_get "$AIR_HOME/server.json" 'd["token"]')
+code=$(curl -s -o "$E2E_TMP/snap.out" -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" \
+  --data-binary @"$snap" "$url/api/air/v1/snapshots/$digest" || true)
+rm -f "$snap"
+echo "snapshot upload with the disk full: HTTP $code $(head -c 200 "$E2E_TMP/snap.out")"
+[ "$code" = 507 ] && grep -q DISK_FULL "$E2E_TMP/snap.out" || fail "a snapshot upload on a full disk was not answered 507 DISK_FULL"
+[ -z "$(ls -A "$AIR_HOME/blobs/tmp" 2>/dev/null)" ] || fail "a half-written blob was left in blobs/tmp"
+
 # Free the space the run's spool and log took: the workspace takes the next run whole.
 rm -f "$AIR_HOME/runs/$id/attempt_1/node_0.log" "$AIR_HOME/runs/$id/attempt_1/node_0/log.spool"
 cat > "$E2E_TMP/small.yaml" <<'YAML'
