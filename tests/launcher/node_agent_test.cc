@@ -75,6 +75,17 @@ struct Fixture {
   std::future<int> start() {
     return std::async(std::launch::async, [this] { return run_node_agent(options); });
   }
+  // The command's pid from the first status that carries one. The output can reach the workspace before the
+  // RUNNING report does (different connections), so the last status may still be a STARTING heartbeat.
+  int wait_for_pid(std::chrono::seconds limit = 10s) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      for (const auto& s : node().statuses)
+        if (s.contains("pid") && s["pid"].is_number_integer() && s["pid"].get<int>() > 0) return s["pid"].get<int>();
+      std::this_thread::sleep_for(20ms);
+    }
+    return 0;
+  }
   // Waits until the stored log contains text.
   bool wait_for_log(const std::string& text, std::chrono::seconds limit = 10s) {
     auto end = std::chrono::steady_clock::now() + limit;
@@ -166,8 +177,8 @@ TEST_CASE("stop from the workspace ends the whole process group and reports it",
   f.options.stop_grace = 500ms;
   auto rc = f.start();
   REQUIRE(f.wait_for_log(" o ready"));
-  auto running = f.node().statuses;
-  int pid = running.back()["pid"].get<int>();
+  int pid = f.wait_for_pid();
+  REQUIRE(pid > 0);
   CHECK(process_group_members(pid).size() >= 3);
   auto t0 = std::chrono::steady_clock::now();
   {
@@ -189,7 +200,8 @@ TEST_CASE("SIGTERM to the agent stops the command first", "[agent]") {
   f.options.handle_signals = true;
   auto rc = f.start();
   REQUIRE(f.wait_for_log(" o ready"));
-  int pid = f.node().statuses.back()["pid"].get<int>();
+  int pid = f.wait_for_pid();
+  REQUIRE(pid > 0);
   kill(getpid(), SIGTERM);
   REQUIRE(rc.wait_for(10s) == std::future_status::ready);
   CHECK(rc.get() == 130);
