@@ -9,21 +9,7 @@ source "$(dirname "$0")/lib/common.bash"
 
 lines=${FAULT_LINES:-50000}
 pause=$(python3 -c "print(round(6 / ($lines / 1000), 3))")  # about 6 s of printing
-cat > "$E2E_TMP/agents.yaml" <<YAML
-experiment_name: fault-agent-kill
-compute:
-  accelerator_type: CPU_1xHOST
-  num_accelerators: 2
-command: |
-  python3 -u -c '
-  import sys, time
-  for i in range(1, $lines + 1):
-      sys.stdout.write("node %s line %d\n" % (sys.argv[1], i))
-      if i % 1000 == 0:
-          sys.stdout.flush(); time.sleep($pause)
-  ' \$NODE_RANK
-max_retries: 1
-YAML
+numbered_workload "$E2E_TMP/agents.yaml" fault-agent-kill "$lines" "$pause" 1
 
 start=$(date +%s.%N)
 id=$(submit "$E2E_TMP/agents.yaml")

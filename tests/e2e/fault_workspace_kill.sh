@@ -9,21 +9,7 @@ lines=${FAULT_LINES:-50000}
 kills=${FAULT_KILLS:-2}
 # The lines come in bursts of 1,000 spread over about 3 s per kill plus 3 s, so the kills land mid-run.
 pause=$(python3 -c "print(round((3 * $kills + 3) / ($lines / 1000), 3))")
-cat > "$E2E_TMP/kill.yaml" <<YAML
-experiment_name: fault-workspace-kill
-compute:
-  accelerator_type: CPU_1xHOST
-  num_accelerators: 2
-command: |
-  python3 -u -c '
-  import sys, time
-  for i in range(1, $lines + 1):
-      sys.stdout.write("node %s line %d\n" % (sys.argv[1], i))
-      if i % 1000 == 0:
-          sys.stdout.flush(); time.sleep($pause)
-  ' \$NODE_RANK
-max_retries: 0
-YAML
+numbered_workload "$E2E_TMP/kill.yaml" fault-workspace-kill "$lines" "$pause" 0
 
 start=$(date +%s.%N)
 id=$(submit "$E2E_TMP/kill.yaml")

@@ -64,3 +64,23 @@ submit() {
   local f=$1; shift
   "$AIR" -o json run -f "$f" "$@" | json_get - 'd["run_id"]'
 }
+
+# numbered_workload FILE NAME LINES PAUSE MAX_RETRIES: a 2-node workload whose nodes print "node R line I"
+# for I = 1..LINES, flushing every 1,000 lines and sleeping PAUSE seconds (the fault tests' log oracle).
+numbered_workload() {
+  cat > "$1" <<YAML
+experiment_name: $2
+compute:
+  accelerator_type: CPU_1xHOST
+  num_accelerators: 2
+command: |
+  python3 -u -c '
+  import sys, time
+  for i in range(1, $3 + 1):
+      sys.stdout.write("node %s line %d\n" % (sys.argv[1], i))
+      if i % 1000 == 0:
+          sys.stdout.flush(); time.sleep($4)
+  ' \$NODE_RANK
+max_retries: $5
+YAML
+}
