@@ -1,5 +1,6 @@
-// Leftmost-longest multi-pattern replacement over a stream. Patterns are indexed by first byte, so the
-// common case (a log byte that starts no pattern) costs one table lookup.
+// Leftmost-longest multi-pattern replacement over a stream. Candidate starts are found with a Wu-Manber
+// skip table (2-byte blocks; a window moves by up to the shortest form's length at a time), then checked
+// against the forms that begin with that byte, longest first.
 #include "core/redact.h"
 
 #include <algorithm>
@@ -66,44 +67,90 @@ Redactor::Redactor(const std::vector<std::string>& secret_values) {
 
 std::string Redactor::feed(std::string_view chunk) {
   if (patterns_.empty()) return std::string(chunk);
+  std::string out;
+  if (buf_.empty()) {  // the usual case: scan the chunk where it is, keep only an undecided tail
+    size_t used = scan(chunk, false, out);
+    buf_.assign(chunk.substr(used));
+    return out;
+  }
   buf_.append(chunk);
-  return process(false);
+  size_t used = scan(buf_, false, out);
+  buf_.erase(0, used);
+  return out;
 }
 
 std::string Redactor::finish() {
-  std::string out = process(true);
+  std::string out;
+  scan(buf_, true, out);
   buf_.clear();
   return out;
 }
 
-std::string Redactor::process(bool final) {
-  std::string out;
-  out.reserve(buf_.size());
-  const size_t n = buf_.size();
+void Redactor::build_skip_table() {
+  // Wu-Manber: for each 2-byte block, how far the end of a window of min_len_ bytes can move without
+  // passing the end of a window where some form starts. Blocks that occur in no form's first min_len_
+  // bytes allow the largest move.
+  const size_t m = std::min<size_t>(patterns_.back().size(), 256);  // patterns_ is sorted longest first
+  skip_.assign(size_t{1} << 16, static_cast<uint8_t>(m - 1));
+  for (const auto& p : patterns_)
+    for (size_t j = 1; j < m; ++j) {
+      unsigned block = static_cast<unsigned char>(p[j - 1]) << 8 | static_cast<unsigned char>(p[j]);
+      skip_[block] = std::min<uint8_t>(skip_[block], static_cast<uint8_t>(m - 1 - j));
+    }
+  skip_window_ = m;
+}
+
+size_t Redactor::next_candidate(std::string_view d, size_t i) const {
+  const size_t n = d.size();
+  if (!skip_.empty() && n - i >= 2 * skip_window_) {
+    const size_t m = skip_window_;
+    const auto* u = reinterpret_cast<const unsigned char*>(d.data());
+    size_t end = i + m - 1;  // the last byte of the window that starts at i
+    while (end < n) {
+      uint8_t shift = skip_[u[end - 1] << 8 | u[end]];
+      if (shift == 0) {
+        size_t start = end + 1 - m;
+        if (!by_first_[u[start]].empty()) return start;
+        ++end;
+      } else {
+        end += shift;
+      }
+    }
+    // Starts before end + 1 - m are excluded; the ones after it have no whole window left (a form can only
+    // begin there, to be decided when more bytes come): the byte loop below looks at them.
+    i = std::max(i, end + 1 - m);
+  }
+  while (i < n && by_first_[static_cast<unsigned char>(d[i])].empty()) ++i;
+  return i;
+}
+
+size_t Redactor::scan(std::string_view d, bool final, std::string& out) {
+  const size_t n = d.size();
+  if (skip_.empty() && n >= 4096) build_skip_table();  // worth its 64 KiB only for a stream of logs
+  out.reserve(out.size() + n);
   size_t i = 0, emitted = 0;
-  const char* data = buf_.data();
   while (i < n) {
-    // Most bytes start no form of any value: skip them in a tight loop (the node log's hot path).
-    while (i < n && by_first_[static_cast<unsigned char>(data[i])].empty()) ++i;
+    // Most bytes start no form of any value: skip them (the node log's hot path).
+    i = next_candidate(d, i);
     if (i == n) break;
     const std::string* hit = nullptr;
     bool wait = false;
-    for (unsigned idx : by_first_[static_cast<unsigned char>(buf_[i])]) {
+    for (unsigned idx : by_first_[static_cast<unsigned char>(d[i])]) {
       const std::string& p = patterns_[idx];
       size_t rem = n - i;
       if (rem >= p.size()) {
-        if (std::memcmp(buf_.data() + i, p.data(), p.size()) == 0) {
+        if (std::memcmp(d.data() + i, p.data(), p.size()) == 0) {
           hit = &p;
           break;
         }
-      } else if (!final && std::memcmp(buf_.data() + i, p.data(), rem) == 0) {
+      } else if (!final && std::memcmp(d.data() + i, p.data(), rem) == 0) {
         wait = true;  // a longer form may still complete here: decide when more bytes arrive
         break;
       }
     }
     if (wait) break;
     if (hit) {
-      out.append(buf_, emitted, i - emitted);
+      out.append(d.substr(emitted, i - emitted));
       out += kMarker;
       i += hit->size();
       emitted = i;
@@ -111,9 +158,8 @@ std::string Redactor::process(bool final) {
       ++i;
     }
   }
-  out.append(buf_, emitted, i - emitted);
-  buf_.erase(0, i);
-  return out;
+  out.append(d.substr(emitted, i - emitted));
+  return i;
 }
 
 std::string redact(std::string_view text, const std::vector<std::string>& secret_values) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,12 +34,18 @@ class Redactor {
   static std::vector<std::string> forms_of(const std::string& value);
 
  private:
-  std::string process(bool final);
+  // Redacts d into out up to where it can decide (all of it when final); returns how many bytes it used.
+  size_t scan(std::string_view d, bool final, std::string& out);
+  // The first position >= i where a form may start (or d.size()).
+  size_t next_candidate(std::string_view d, size_t i) const;
+  void build_skip_table();
 
   std::vector<std::string> patterns_;                  // longest first
   std::array<std::vector<unsigned>, 256> by_first_{};  // pattern indexes by first byte, longest first
   std::string buf_;
   size_t max_len_ = 0;
+  size_t skip_window_ = 0;  // the shortest form's length (at most 256)
+  std::vector<uint8_t> skip_;  // Wu-Manber shifts by 2-byte block; built on the first large scan
   size_t ignored_ = 0;
 };
 
