@@ -162,7 +162,7 @@ void Server::Impl::finish_response(const std::shared_ptr<Conn>& c) {
     c->deadline = Clock::now() + std::chrono::seconds(2);
     return update_interest(c);
   }
-  c->reset_request();
+  end_request(*c);
   c->phase = Phase::kHead;
   c->deadline = Clock::now() + std::chrono::milliseconds(limits.idle_timeout_ms);
   advance(c);  // a pipelined request may be buffered already

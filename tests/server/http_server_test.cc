@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include "server/http_parse.h"
@@ -191,6 +192,61 @@ TEST_CASE("http: keep-alive, 404 and 405, a body past its limit refused from the
   std::string many = "GET /hello HTTP/1.1\r\n";
   for (int i = 0; i < 100; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
   CHECK(status_line(roundtrip(t.port, many + "\r\n")) == "HTTP/1.1 431 Request Header Fields Too Large");
+}
+
+TEST_CASE("http: Content-Length bodies arrive whole at any pace, and a reused buffer holds only its own body",
+          "[http]") {
+  // Bodies are read from the socket straight into the request's buffer, and finished requests' buffers
+  // are kept for the next ones: every body must still be exactly what was sent, pipelined or in pieces.
+  TestServer t;
+  auto fnv = [](const std::string& b) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : b) h = (h ^ ch) * 1099511628211ull;
+    return std::to_string(b.size()) + ":" + std::to_string(h);
+  };
+  t.srv.Post("/sum", [&](const http::Request& req, http::Response& res) { res.set_content(fnv(req.body), "text/plain"); },
+             {8 << 20, nullptr});
+  t.start();
+  std::mt19937 rng(7);
+  auto body_of_size = [&](size_t n) {
+    std::string b(n, '\0');
+    for (auto& ch : b) ch = static_cast<char>(rng());
+    return b;
+  };
+  int fd = connect_to(t.port);
+  // Large, then smaller ones on the same connection (the buffer of the first is reused for the next).
+  for (size_t n : {size_t{3} << 20, size_t{1} << 20, size_t{300000}, size_t{70000}, size_t{5}, size_t{2} << 20}) {
+    std::string b = body_of_size(n);
+    std::string req = "POST /sum HTTP/1.1\r\nContent-Length: " + std::to_string(n) + "\r\n\r\n" + b;
+    for (size_t off = 0; off < req.size();) {  // in uneven pieces, some with a pause between
+      size_t piece = std::min(req.size() - off, size_t{1} + rng() % 400000);
+      send_all(fd, req.substr(off, piece));
+      off += piece;
+      if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    std::string r = read_response(fd, 5000);
+    INFO("body of " << n << " bytes");
+    CHECK(status_line(r) == "HTTP/1.1 200 OK");
+    CHECK(body_of(r) == fnv(b));
+  }
+  // Two requests in one write: the second head right after the first body.
+  std::string a = body_of_size(100000), b = body_of_size(90000);
+  send_all(fd, "POST /sum HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + a +
+                   "POST /sum HTTP/1.1\r\nContent-Length: 90000\r\n\r\n" + b);
+  std::string both;  // both responses, however they arrive
+  for (auto deadline = Clock::now() + std::chrono::seconds(5);
+       both.find(fnv(b)) == std::string::npos && Clock::now() < deadline;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    both.append(buf, static_cast<size_t>(n));
+  }
+  size_t first = both.find(fnv(a));
+  CHECK(first != std::string::npos);
+  CHECK(both.find(fnv(b), first == std::string::npos ? 0 : first) != std::string::npos);
+  ::close(fd);
 }
 
 TEST_CASE("http: the gate answers before the body is read; 100-continue only after it", "[http]") {
