@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A 2-node run on the embedded local workspace: both nodes see the right NUM_NODES / NODE_RANK /
 # MASTER_ADDR / MASTER_PORT, CODE_SOURCE_PATH holds the snapshot, HYPERPARAMETERS_PATH parses back to
-# `parameters`; `air run --watch` exits 0, `air logs --node 1` and `air get run` work afterwards.
+# `parameters`; `air run --watch` exits 0, `air logs --node 1` and `air get run` work afterwards; each
+# node's session runs at autogroup nice 3 (the local workspace keeps its share of a shared CPU).
 source "$(dirname "$0")/lib/common.bash"
 
 proj="$E2E_TMP/proj"
@@ -26,6 +27,7 @@ command: |
   echo "HP_PATH=$HYPERPARAMETERS_PATH"
   python3 -c 'import yaml,json,os; print("HP_JSON=" + json.dumps(yaml.safe_load(open(os.environ["HYPERPARAMETERS_PATH"])), sort_keys=True))'
   echo "to stderr" >&2
+  echo "AUTOGROUP=$(cat /proc/self/autogroup 2>/dev/null || echo none)"
 env_variables:
   GREETING: hello there
 parameters:
@@ -53,6 +55,10 @@ for n in 0 1; do
   grep -qx "DATA=marker-$$" "$log" || fail "node $n: CODE_SOURCE_PATH does not hold the snapshot"
   grep -qxF "HP_JSON=$want_hp" "$log" || fail "node $n: hyperparameters do not parse back: $(grep HP_JSON "$log")"
   grep -qx "to stderr" "$log" || fail "node $n: stderr not captured"
+  # A node's session weighs less than the workspace's (server/local_backend.cc), where autogroups exist.
+  if [ -r /proc/self/autogroup ]; then
+    grep -qE "^AUTOGROUP=/autogroup-[0-9]+ nice 3$" "$log" || fail "node $n: session not at autogroup nice 3: $(grep AUTOGROUP "$log")"
+  fi
   ports+=("$(sed -n 's/^MASTER_PORT=//p' "$log")")
 done
 [ -n "${ports[0]}" ] && [ "${ports[0]}" = "${ports[1]}" ] || fail "nodes disagree on MASTER_PORT: ${ports[*]}"
