@@ -283,8 +283,7 @@ at::Tensor Fsdp::grad_norm() {
 at::Tensor Fsdp::clip_grad_norm(double max_norm) {
   at::NoGradGuard no_grad;
   at::Tensor norm = grad_norm();
-  at::Tensor coef = (max_norm / (norm + 1e-6)).clamp_max(1.0);
-  for (auto& u : units_) u->grad.mul_(coef);
+  clip_coef_ = (max_norm / (norm + 1e-6)).clamp_max(1.0);
   return norm;
 }
 
@@ -311,11 +310,18 @@ void Fsdp::step(const AdamWConfig& a) {
       v.push_back(u->exp_avg_sq);
       st.push_back(step_t_);  // the kernel only reads the count: one tensor serves every shard
     }
+    // The kernel divides each gradient by grad_scale (made for loss scaling): 1 / the clipping factor.
+    std::optional<at::Tensor> grad_scale;
+    if (clip_coef_.defined()) grad_scale = clip_coef_.reciprocal().reshape({1});
     at::_fused_adamw_(p, g, m, v, {}, st, a.lr, a.beta1, a.beta2, a.weight_decay, a.eps, /*amsgrad=*/false,
-                      /*maximize=*/false);
+                      /*maximize=*/false, grad_scale);
+    clip_coef_ = at::Tensor();
     return;
   }
 #endif
+  if (clip_coef_.defined())
+    for (auto& u : units_) u->grad.mul_(clip_coef_);
+  clip_coef_ = at::Tensor();
   double bias1 = 1 - std::pow(a.beta1, static_cast<double>(steps_));
   double bias2 = 1 - std::pow(a.beta2, static_cast<double>(steps_));
   for (auto& u : units_) {
@@ -331,6 +337,7 @@ void Fsdp::step(const AdamWConfig& a) {
 
 void Fsdp::zero_grad() {
   finish_backward();
+  clip_coef_ = at::Tensor();  // a clip without a step: nothing left to apply
   for (auto& u : units_) {
     u->grad.zero_();
     if (u->unsharded_grad.defined()) u->unsharded_grad.zero_();
