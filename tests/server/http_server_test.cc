@@ -90,6 +90,22 @@ std::string read_response(int fd, int timeout_ms = 3000) {
   }
 }
 
+// Reads whatever arrives until `done(got)` or timeout_ms pass (responses to pipelined requests, however
+// they are split into segments).
+template <typename Done>
+std::string read_until(int fd, Done done, int timeout_ms = 5000) {
+  std::string got;
+  for (auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms); !done(got) && Clock::now() < deadline;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
 std::string roundtrip(int port, const std::string& request) {
   int fd = connect_to(port);
   send_all(fd, request);
@@ -162,15 +178,7 @@ TEST_CASE("http: keep-alive, 404 and 405, a body past its limit refused from the
 
   int fd = connect_to(t.port);
   send_all(fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
-  std::string both;
-  for (int i = 0; i < 50 && both.find("hi", both.find("hi") + 1) == std::string::npos; ++i) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    both.append(buf, static_cast<size_t>(n));
-  }
+  std::string both = read_until(fd, [](const std::string& got) { return got.find("hi", got.find("hi") + 1) != std::string::npos; });
   CHECK(status_line(both) == "HTTP/1.1 200 OK");
   CHECK(both.find("hi", both.find("hi") + 1) != std::string::npos);  // a pipelined second request answered
   ::close(fd);
@@ -233,16 +241,7 @@ TEST_CASE("http: Content-Length bodies arrive whole at any pace, and a reused bu
   std::string a = body_of_size(100000), b = body_of_size(90000);
   send_all(fd, "POST /sum HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + a +
                    "POST /sum HTTP/1.1\r\nContent-Length: 90000\r\n\r\n" + b);
-  std::string both;  // both responses, however they arrive
-  for (auto deadline = Clock::now() + std::chrono::seconds(5);
-       both.find(fnv(b)) == std::string::npos && Clock::now() < deadline;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    char buf[65536];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    both.append(buf, static_cast<size_t>(n));
-  }
+  std::string both = read_until(fd, [&](const std::string& got) { return got.find(fnv(b)) != std::string::npos; });
   size_t first = both.find(fnv(a));
   CHECK(first != std::string::npos);
   CHECK(both.find(fnv(b), first == std::string::npos ? 0 : first) != std::string::npos);
