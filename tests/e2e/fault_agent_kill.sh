@@ -54,10 +54,7 @@ PY
 ) || fail "attempt 1's log of node $n is not a clean prefix"
   prefix_total=$((prefix_total + k))
   "$AIR" logs "$id" --attempt 2 --node $n --tail 1000000000 > "$E2E_TMP/node$n.log"
-  seq 1 "$lines" | sed "s/^/node $n line /" > "$E2E_TMP/want$n.log"
-  cmp -s "$E2E_TMP/want$n.log" "$E2E_TMP/node$n.log" || {
-    diff "$E2E_TMP/want$n.log" "$E2E_TMP/node$n.log" | head -10 || true
-    fail "attempt 2, node $n: the log is not exactly lines 1..$lines"; }
+  expect_numbered_log "$E2E_TMP/node$n.log" $n "$lines" "attempt 2, node $n"
 done
 echo "figure: both agents kill -9'd mid-run: attempt 1 FAILED ($reason), retry started ${restart} s after the kill; attempt 1 logs clean prefixes ($prefix_total lines), attempt 2 exactly 1..$lines per node (0 lost, 0 duplicated); run ${secs} s"
 echo "ok: run $id"

@@ -84,3 +84,13 @@ command: |
 max_retries: $5
 YAML
 }
+
+# expect_numbered_log LOG NODE LINES WHAT: LOG must be exactly "node NODE line I" for I = 1..LINES (the oracle
+# of numbered_workload); else the first differences are shown and the test fails with "WHAT: ...".
+expect_numbered_log() {
+  local want="$1.want"
+  seq 1 "$3" | sed "s/^/node $2 line /" > "$want"
+  cmp -s "$want" "$1" || {
+    diff "$want" "$1" | head -10 || true
+    fail "$4: the log is not exactly lines 1..$3"; }
+}
