@@ -87,9 +87,9 @@ std::string Redactor::finish() {
 }
 
 void Redactor::build_skip_table() {
-  // Wu-Manber: for each 2-byte block, how far the end of a window of min_len_ bytes can move without
-  // passing the end of a window where some form starts. Blocks that occur in no form's first min_len_
-  // bytes allow the largest move.
+  // Wu-Manber: for each 2-byte block, how far the end of a window of m bytes (the shortest form's length)
+  // can move without passing the end of a window where some form starts. Blocks that occur in no form's
+  // first m bytes allow the largest move.
   const size_t m = std::min<size_t>(patterns_.back().size(), 256);  // patterns_ is sorted longest first
   skip_.assign(size_t{1} << 16, static_cast<uint8_t>(m - 1));
   for (const auto& p : patterns_)

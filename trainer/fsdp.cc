@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <unordered_set>
+#include <utility>
 
 #include "core/error.h"
 
@@ -290,6 +291,7 @@ at::Tensor Fsdp::clip_grad_norm(double max_norm) {
 void Fsdp::step(const AdamWConfig& a) {
   at::NoGradGuard no_grad;
   finish_backward();
+  const at::Tensor clip_coef = std::exchange(clip_coef_, at::Tensor());  // clip_grad_norm's, applied here
   // A prefetched gather that was never used holds the old weights: drop it.
   for (auto& u : units_)
     if (u->live == 0 && u->gathered.defined()) u->gather_pending.wait(), u->gathered = at::Tensor();
@@ -312,16 +314,14 @@ void Fsdp::step(const AdamWConfig& a) {
     }
     // The kernel divides each gradient by grad_scale (made for loss scaling): 1 / the clipping factor.
     std::optional<at::Tensor> grad_scale;
-    if (clip_coef_.defined()) grad_scale = clip_coef_.reciprocal().reshape({1});
+    if (clip_coef.defined()) grad_scale = clip_coef.reciprocal().reshape({1});
     at::_fused_adamw_(p, g, m, v, {}, st, a.lr, a.beta1, a.beta2, a.weight_decay, a.eps, /*amsgrad=*/false,
                       /*maximize=*/false, grad_scale);
-    clip_coef_ = at::Tensor();
     return;
   }
 #endif
-  if (clip_coef_.defined())
-    for (auto& u : units_) u->grad.mul_(clip_coef_);
-  clip_coef_ = at::Tensor();
+  if (clip_coef.defined())
+    for (auto& u : units_) u->grad.mul_(clip_coef);
   double bias1 = 1 - std::pow(a.beta1, static_cast<double>(steps_));
   double bias2 = 1 - std::pow(a.beta2, static_cast<double>(steps_));
   for (auto& u : units_) {
