@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/snapshot.h"
+#include "core/base/error.h"
+#include "core/snapshot/snapshot.h"
 
 namespace {
 

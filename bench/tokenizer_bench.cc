@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/tokenizer.h"
+#include "trainer/tokenizer/tokenizer.h"
 
 namespace {
 

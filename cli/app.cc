@@ -6,12 +6,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/completion.h"
-#include "cli/run_submit.h"
-#include "cli/secret_check.h"
+#include "cli/completion/completion.h"
+#include "cli/run/submit.h"
+#include "cli/run/secret_check.h"
 #include "cli/secrets.h"
 #include "cli/verbs.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::cli {
 
@@ -67,7 +67,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   build_app(app, ctx);
   if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
 
-  // `air __complete WORDS...` answers the completion scripts (cli/completion.h); never a parse error.
+  // `air __complete WORDS...` answers the completion scripts (cli/completion/completion.h); never a parse error.
   if (args.size() >= 2 && args[1] == "__complete")
     return run_complete(app, std::vector<std::string>(args.begin() + 2, args.end()), ctx);
 

@@ -9,9 +9,9 @@
 
 #include "cli/remote.h"
 #include "cli/verbs.h"
-#include "core/error.h"
-#include "core/redact_codec.h"
-#include "server/volumes.h"
+#include "core/base/error.h"
+#include "core/base/codec.h"
+#include "server/store/volumes.h"
 
 namespace air::cli {
 

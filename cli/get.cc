@@ -7,8 +7,8 @@
 
 #include "cli/remote.h"
 #include "cli/verbs.h"
-#include "core/error.h"
-#include "core/redact_codec.h"
+#include "core/base/error.h"
+#include "core/base/codec.h"
 
 namespace air::cli {
 

@@ -6,7 +6,7 @@
 
 #include "cli/remote.h"
 #include "cli/verbs.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::cli {
 

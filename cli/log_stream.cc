@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "cli/remote.h"
-#include "core/api.h"
+#include "core/wire/api.h"
 
 namespace air::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/client.h"
+#include "core/client/client.h"
 
 namespace air::cli {
 

@@ -10,7 +10,7 @@
 #include "cli/log_stream.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::cli {
 

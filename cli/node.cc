@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "cli/verbs.h"
-#include "core/error.h"
-#include "launcher/node_agent.h"
-#include "launcher/slurm_env.h"
+#include "core/base/error.h"
+#include "launcher/agent/node_agent.h"
+#include "launcher/agent/slurm_env.h"
 
 namespace air::cli {
 

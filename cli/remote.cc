@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "core/local_daemon.h"
-#include "core/run_state.h"
+#include "core/client/local_daemon.h"
+#include "core/wire/run_state.h"
 
 namespace air::cli {
 

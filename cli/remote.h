@@ -6,9 +6,9 @@
 #include <string>
 
 #include "cli/verbs.h"
-#include "core/api.h"
-#include "core/client.h"
-#include "core/config.h"
+#include "core/wire/api.h"
+#include "core/client/client.h"
+#include "core/client/config.h"
 
 namespace air::cli {
 

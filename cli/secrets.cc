@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cli/verbs.h"
-#include "core/secrets_client.h"
+#include "core/secrets/client.h"
 
 namespace CLI { class App; }
 

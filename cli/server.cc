@@ -6,10 +6,10 @@
 #include <ostream>
 
 #include "cli/verbs.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/local_daemon.h"
-#include "server/http_api.h"
+#include "core/client/config.h"
+#include "core/base/error.h"
+#include "core/client/local_daemon.h"
+#include "server/api/router.h"
 
 namespace air::cli {
 

@@ -10,7 +10,7 @@
 
 #include "cli/remote.h"
 #include "cli/verbs.h"
-#include "core/error.h"
+#include "core/base/error.h"
 
 extern char** environ;
 

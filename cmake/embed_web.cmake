@@ -1,8 +1,8 @@
 # Writes OUT, a C++ file holding every file of web/ as a byte array: the run page's assets compiled
-# into the air binary (server/web_ui.h). Run by the build (cmake -P) whenever a file of web/ changes.
+# into the air binary (server/web/ui.h). Run by the build (cmake -P) whenever a file of web/ changes.
 file(GLOB FILES ${WEB_DIR}/*.html ${WEB_DIR}/*.js ${WEB_DIR}/*.css ${WEB_DIR}/*.svg)
 list(SORT FILES)
-set(body "// Generated from web/ by cmake/embed_web.cmake; do not edit.\n#include \"server/web_ui.h\"\n\nnamespace air::server {\n\nnamespace {\n")
+set(body "// Generated from web/ by cmake/embed_web.cmake; do not edit.\n#include \"server/web/ui.h\"\n\nnamespace air::server {\n\nnamespace {\n")
 set(table "")
 set(i 0)
 foreach(f ${FILES})

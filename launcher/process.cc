@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::launcher {
 

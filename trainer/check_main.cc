@@ -9,14 +9,14 @@
 
 #include <ATen/core/grad_mode.h>
 
-#include "core/error.h"
-#include "trainer/block.h"
-#include "trainer/checkpoint.h"
-#include "trainer/llama_config.h"
-#include "trainer/model.h"
-#include "trainer/ops.h"
-#include "trainer/optim.h"
-#include "trainer/safetensors.h"
+#include "core/base/error.h"
+#include "trainer/model/block.h"
+#include "trainer/checkpoint/hf_checkpoint.h"
+#include "trainer/model/llama_config.h"
+#include "trainer/model/model.h"
+#include "trainer/model/ops.h"
+#include "trainer/optim/adamw.h"
+#include "trainer/checkpoint/safetensors.h"
 
 using namespace air::train;
 
@@ -53,7 +53,7 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// The training engine's path (trainer/block.h): flat compute-dtype buffers, the hand-written backward,
+// The training engine's path (trainer/model/block.h): flat compute-dtype buffers, the hand-written backward,
 // gradients accumulated by the GEMMs. Writes the same tensors as the autograd path.
 int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const at::Tensor& targets,
                at::ScalarType compute, const Rope& rope) {

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::train {
 namespace {

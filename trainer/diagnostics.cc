@@ -6,7 +6,7 @@
 
 #include <torch/version.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 // The Kineto profiler's C++ API as libtorch 2.x has it (CPU and CUDA activities, Chrome trace export).
 #if TORCH_VERSION_MAJOR >= 2 && __has_include(<torch/csrc/autograd/profiler_kineto.h>)

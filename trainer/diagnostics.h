@@ -14,7 +14,7 @@
 #include <ostream>
 #include <string>
 
-#include "trainer/data.h"
+#include "trainer/batches.h"
 
 namespace air::train {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace air::train {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "hub/hub.h"
 
 namespace air::train {

@@ -11,15 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/diagnostics.h"
-#include "trainer/engine.h"
-#include "trainer/fsdp_engine.h"
+#include "trainer/parallel/engine.h"
+#include "trainer/parallel/fsdp_engine.h"
 #include "trainer/metrics.h"
 #include "trainer/mlflow_logger.h"
-#include "trainer/optim.h"
+#include "trainer/optim/adamw.h"
 #include "trainer/sources.h"
-#include "trainer/tokenizer.h"
+#include "trainer/tokenizer/tokenizer.h"
 
 namespace air::train {
 namespace fs = std::filesystem;
@@ -72,7 +72,7 @@ at::Device pick_device(const TrainConfig& c, int64_t local_rank) {
 }
 
 std::unique_ptr<Engine> make_engine(const EngineSetup& s) {
-  // More than one rank: the FSDP engine (trainer/fsdp_engine.h) shards the model over all of them. It also
+  // More than one rank: the FSDP engine (trainer/parallel/fsdp_engine.h) shards the model over all of them. It also
   // owns the sharded resumable checkpoints, so checkpointing picks it at world size 1 too.
   const auto& c = s.config;
   if (c.engine == "local" && s.world_size > 1)

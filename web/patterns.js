@@ -1,5 +1,5 @@
 // Which log lines are errors and which are the failures that end a training job. The workspace's search
-// uses the same word lists (server/web_log_lines.cc); tests/server/web_test.cc checks they agree.
+// uses the same word lists (server/web/log_lines.cc); tests/server/web/web_test.cc checks they agree.
 export const ERROR_WORDS = ['error', 'exception', 'traceback', 'fatal', 'killed', 'timed out', 'timeout',
   'out of memory', 'segmentation fault', 'abort'];
 export const FATAL_WORDS = ['out of memory', 'outofmemoryerror', 'oom-kill', 'oom killer', 'segmentation fault',

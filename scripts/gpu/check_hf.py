@@ -172,7 +172,7 @@ def main():
     ours32 = ours_pass(args, model_dir, ids_path, os.path.join(work, "ours32.safetensors"), "fp32",
                        ["--step-lr", "1e-4", "--save", os.path.join(work, "ours-ckpt")])
     compare("fp32", ours32, *hf32, results)
-    # The training engine's own path (hand-written backward on flat buffers, trainer/block.h).
+    # The training engine's own path (hand-written backward on flat buffers, trainer/model/block.h).
     ours32m = ours_pass(args, model_dir, ids_path, os.path.join(work, "ours32m.safetensors"), "fp32",
                         ["--engine", "manual"])
     compare("fp32_engine", ours32m, *hf32, results)

@@ -6,13 +6,13 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${1:-/work/main/.devcarry}
 rm -rf "$dest"
-mkdir -p "$dest/include" "$dest/core"
+mkdir -p "$dest/include" "$dest/core/base"
 cp -r "$src/CMakeLists.txt" "$src/cmake" "$src/trainer" "$src/scripts" "$src/examples" "$dest/"
-cp "$src/core/error.h" "$dest/core/"
-# air-torchrun needs only the standard library and core/error.h: fsdp_check.sh compiles it with g++ directly
+cp "$src/core/base/error.h" "$dest/core/base/"
+# air-torchrun needs only the standard library and core/base/error.h: fsdp_check.sh compiles it with g++ directly
 # (the launcher's CMake target pulls in air_core, whose headers the GPU image lacks).
 mkdir -p "$dest/launcher" "$dest/bench"
-cp "$src"/launcher/torchrun*.cc "$src"/launcher/torchrun*.h "$dest/launcher/"
+cp -r "$src/launcher/torchrun" "$dest/launcher/"
 cp "$src/bench/fsdp_bench.py" "$dest/bench/"
 cp /usr/include/pcre2.h "$dest/include/"
 # The reference baseline and the tuned PyTorch peer (not ours, not committed) run in the same call, for

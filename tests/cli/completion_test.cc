@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cli/app.h"
-#include "cli/completion.h"
+#include "cli/completion/completion.h"
 #include "cli/remote.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "cli/secrets.h"
-#include "server/secrets_api.h"
+#include "server/api/secrets.h"
 #include "tests/server/secret_test_server.h"
 #include "tests/server/secret_test_util.h"
 

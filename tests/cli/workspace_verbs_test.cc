@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "cli/app.h"
-#include "core/client.h"
-#include "core/local_daemon.h"
-#include "server/blob_store.h"
+#include "core/client/client.h"
+#include "core/client/local_daemon.h"
+#include "server/store/blobs.h"
 
 namespace fs = std::filesystem;
 

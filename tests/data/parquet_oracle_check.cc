@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/parquet.h"
 
 using air::data::ColumnData;

@@ -3,7 +3,7 @@
 // tests/e2e/parquet_oracle.sh.
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/parquet.h"
 #include "trainer/data/parquet_encoding.h"
 #include "trainer/data/thrift_compact.h"

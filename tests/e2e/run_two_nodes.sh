@@ -55,7 +55,7 @@ for n in 0 1; do
   grep -qx "DATA=marker-$$" "$log" || fail "node $n: CODE_SOURCE_PATH does not hold the snapshot"
   grep -qxF "HP_JSON=$want_hp" "$log" || fail "node $n: hyperparameters do not parse back: $(grep HP_JSON "$log")"
   grep -qx "to stderr" "$log" || fail "node $n: stderr not captured"
-  # A node's session weighs less than the workspace's (server/local_backend.cc), where autogroups exist.
+  # A node's session weighs less than the workspace's (server/backends/local.cc), where autogroups exist.
   if [ -r /proc/self/autogroup ]; then
     grep -qE "^AUTOGROUP=/autogroup-[0-9]+ nice 3$" "$log" || fail "node $n: session not at autogroup nice 3: $(grep AUTOGROUP "$log")"
   fi

@@ -1,4 +1,4 @@
-// libFuzzer target: the JSON bodies of the workspace API (core/api.h, the agent's too). The first byte
+// libFuzzer target: the JSON bodies of the workspace API (core/wire/api.h, the agent's too). The first byte
 // picks the wire type, the rest is the body. A body that parses must survive the round trip
 // parse -> dump -> parse -> dump with equal text (nlohmann_json's own fuzzers check the same), and a
 // malformed one must fail with nlohmann's exception (what the server turns into 400), never a crash.
@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/api.h"
-#include "core/error.h"
+#include "core/wire/api.h"
+#include "core/base/error.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

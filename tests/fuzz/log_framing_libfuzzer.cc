@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/api.h"
-#include "launcher/log_shipper_framing.h"
+#include "core/wire/api.h"
+#include "core/logs/framing.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/parquet.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/redact.h"
+#include "core/secrets/redact.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "trainer/safetensors_header.h"
+#include "trainer/checkpoint/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   air::train::SafetensorsHeader h;

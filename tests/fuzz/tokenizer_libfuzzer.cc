@@ -10,9 +10,9 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_check.h"
-#include "trainer/bpe_train.h"
-#include "trainer/tokenizer.h"
-#include "trainer/tokenizer_unicode.h"
+#include "trainer/tokenizer/bpe_train.h"
+#include "trainer/tokenizer/tokenizer.h"
+#include "trainer/tokenizer/unicode.h"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.h"
-#include "core/snapshot.h"
+#include "core/base/error.h"
+#include "core/snapshot/snapshot.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace fs = std::filesystem;

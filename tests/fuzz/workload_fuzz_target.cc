@@ -4,11 +4,11 @@
 
 #include <exception>
 
-#include "core/error.h"
-#include "core/requirement.h"
-#include "core/workload.h"
-#include "core/workload_keys.h"
-#include "core/workload_plan.h"
+#include "core/base/error.h"
+#include "core/workload/requirement.h"
+#include "core/workload/workload.h"
+#include "core/workload/keys.h"
+#include "core/workload/plan.h"
 
 namespace air {
 

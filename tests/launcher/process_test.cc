@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "launcher/process.h"
 
 using namespace air::launcher;

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "launcher/node_agent.h"
+#include "launcher/agent/node_agent.h"
 #include "tests/launcher/test_workspace.h"
 
 namespace air::launcher_test {

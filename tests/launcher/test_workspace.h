@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/redact_codec.h"
+#include "core/base/codec.h"
 
 namespace air::test {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "server/secrets_api.h"
+#include "server/api/secrets.h"
 
 namespace air::test {
 

@@ -1,7 +1,7 @@
 // air-train's configuration: YAML keys, located errors with did-you-mean, --set overrides, validation.
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/config.h"
 
 using namespace air::train;

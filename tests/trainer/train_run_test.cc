@@ -10,8 +10,8 @@
 
 #include <ATen/Parallel.h>
 
-#include "trainer/llama_config.h"
-#include "trainer/model.h"
+#include "trainer/model/llama_config.h"
+#include "trainer/model/model.h"
 #include "trainer/trainer.h"
 
 using namespace air::train;

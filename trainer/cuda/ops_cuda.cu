@@ -1,4 +1,4 @@
-// Fused CUDA kernels for trainer/ops.h: one launch per RMSNorm / SwiGLU / RoPE call instead of the 5-10
+// Fused CUDA kernels for trainer/model/ops.h: one launch per RMSNorm / SwiGLU / RoPE call instead of the 5-10
 // ATen launches of the reference path. bf16 storage, fp32 arithmetic; rounding points follow transformers'
 // eager bf16 code (normalise in fp32, round, then multiply by the weight) so results match within bf16.
 #include "trainer/cuda/ops_cuda.h"

@@ -1,5 +1,5 @@
 // Fused CUDA kernels for the elementwise chains of a Llama block (bf16 in, fp32 math, bf16 out). Built only
-// in the CUDA build (AIR_TRAIN_CUDA_KERNELS); trainer/ops.cc calls them and keeps the ATen path as their
+// in the CUDA build (AIR_TRAIN_CUDA_KERNELS); trainer/model/ops.cc calls them and keeps the ATen path as their
 // reference.
 #pragma once
 #include <ATen/ATen.h>

@@ -1,7 +1,7 @@
 // Picks the reader by extension; Parquet's string columns become Alpaca records (a null input is "").
 #include "trainer/data/alpaca.h"
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/parquet.h"
 
 namespace air::train {

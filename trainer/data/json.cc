@@ -2,7 +2,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/alpaca_record.h"
 
 namespace air::train {

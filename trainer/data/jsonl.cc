@@ -1,7 +1,7 @@
 // A .jsonl dataset: one Alpaca record per line; blank lines are skipped, errors give the line number.
 #include <fstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/alpaca_record.h"
 
 namespace air::train {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "trainer/data/thrift_compact.h"
 
 namespace air::data {

@@ -1,0 +1,93 @@
+// The workspace REST client (libcurl): JSON calls, streamed uploads and downloads, raw log reads.
+// Every failure becomes an air::Error a user can act on: an unreachable workspace names its URL and the
+// cause; an HTTP error carries the server's code, message and diagnostics (ApiError).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/diagnostics.h"
+#include "core/base/error.h"
+
+namespace air {
+
+class ApiError : public Error {
+ public:
+  ApiError(long http_status, std::string code, std::string message, std::vector<Diagnostic> diagnostics,
+           std::string hint = {}, int exit_code = kExitFailed)
+      : Error(std::move(message), std::move(hint), exit_code),
+        http_status_(http_status), code_(std::move(code)), diagnostics_(std::move(diagnostics)) {}
+  long http_status() const { return http_status_; }
+  const std::string& code() const { return code_; }
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  long http_status_;
+  std::string code_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+struct HttpResponse {
+  long status = 0;             // 0: no response (send() only; transport_error says why)
+  std::string body;
+  std::string transport_error;  // "connection refused", "timed out", ... when status is 0
+  int transport_code = 0;       // libcurl's code when status is 0
+  bool ok() const { return status >= 200 && status < 300; }
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+// Called during uploads and downloads with (bytes moved, total bytes; 0 while unknown).
+using ProgressFn = std::function<void(uint64_t, uint64_t)>;
+
+class Client {
+ public:
+  // base_url like http://127.0.0.1:8470; token may be empty (health only).
+  Client(std::string base_url, std::string token, std::string ca_file = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const std::string& base_url() const { return base_url_; }
+
+  // path is relative to the host ("/api/air/v1/runs"). Non-2xx statuses throw ApiError.
+  nlohmann::json get_json(const std::string& path, long timeout_ms = 30000);
+  nlohmann::json post_json(const std::string& path, const nlohmann::json& body, long timeout_ms = 30000);
+  // true when 200, false when 404; anything else throws.
+  bool head(const std::string& path, long timeout_ms = 30000);
+  // Streams a file as the body of a PUT.
+  nlohmann::json put_file(const std::string& path, const std::string& file, const ProgressFn& progress = {});
+  // Streams a GET's body into a file (written to file + ".part", renamed when complete); progress may be
+  // empty; timeout 0: none.
+  void get_to_file(const std::string& path, const std::string& file, const ProgressFn& progress = {},
+                   long timeout_ms = 0);
+  // Any request; does not throw on HTTP error statuses (only on transport failures).
+  HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
+                       const std::string& content_type = {}, long timeout_ms = 30000);
+  // The same, but a transport failure is returned too (status 0, transport_error): for callers that retry,
+  // such as the node agent's log shipper and heartbeats.
+  HttpResponse send(const std::string& method, const std::string& path, const std::string& body = {},
+                    const std::string& content_type = {}, long timeout_ms = 30000);
+  // Throws ApiError built from an error response.
+  [[noreturn]] void throw_api_error(const HttpResponse& r) const;
+
+ private:
+  void* curl_for(const std::string& method, const std::string& path, long timeout_ms);
+  [[noreturn]] void throw_transport(int curl_code, const char* errbuf) const;
+
+  std::string base_url_, token_, ca_file_;
+  void* curl_ = nullptr;
+};
+
+// For log lines: "connection refused", or "HTTP 500: <the error body's message>".
+std::string describe(const HttpResponse& r);
+
+}  // namespace air

@@ -1,6 +1,0 @@
-// The version string of this build, shared by every binary.
-#include "core/version.h"
-
-namespace air {
-const char* version() { return AIR_VERSION; }
-}  // namespace air

@@ -1,0 +1,147 @@
+// The node agent's setup steps: its diagnostics log, the command's environment, and the code snapshot.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+#include "core/base/error.h"
+#include "core/secrets/redact.h"
+#include "core/base/sha256.h"
+#include "core/snapshot/snapshot.h"
+#include "core/client/client.h"
+#include "launcher/agent/node_agent.h"
+
+extern char** environ;
+
+
+namespace air::launcher {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string iso_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  gmtime_r(&ts.tv_sec, &t);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+  return buf;
+}
+
+// True when fd 2 already writes to the file at path (the workspace may point the agent's stderr at
+// DIR/agent.log): then each message is written once.
+bool stderr_is(const std::string& path) {
+  struct stat a {}, b {};
+  return fstat(2, &a) == 0 && stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+bool is_hex_digest(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AgentLog::AgentLog(const std::string& path, std::ostream* err) : err_(err) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ >= 0 && err_ && stderr_is(path)) err_ = nullptr;
+}
+
+AgentLog::~AgentLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void AgentLog::set_redaction(std::vector<std::string> values) {
+  std::lock_guard lock(mu_);
+  redact_ = std::move(values);
+}
+
+void AgentLog::info(const std::string& raw) {
+  std::lock_guard lock(mu_);
+  const std::string message = redact_.empty() ? raw : air::redact(raw, redact_);
+  if (fd_ >= 0) {
+    std::string line = iso_now() + " " + message + "\n";
+    ssize_t ignored = ::write(fd_, line.data(), line.size());
+    (void)ignored;
+  }
+  if (err_) *err_ << "air node: " << message << std::endl;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+std::vector<std::string> build_command_env(const api::NodeSpec& spec, const NodeAgentOptions& o, const CommandPaths& p,
+                                           const std::vector<std::string>& inherited) {
+  std::map<std::string, std::string> env;
+  for (const auto& e : inherited) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    env[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  // The agent's credentials are not the command's: a command printing its environment must not leak them.
+  env.erase("AIR_NODE_TOKEN");
+  env.erase("AIR_TOKEN");
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  auto n = [](long v) { return std::to_string(v); };
+  env["NUM_NODES"] = env["PET_NNODES"] = n(spec.num_nodes);
+  env["NODE_RANK"] = env["PET_NODE_RANK"] = n(spec.node_rank);
+  env["LOCAL_WORLD_SIZE"] = env["PET_NPROC_PER_NODE"] = n(spec.local_world_size);
+  env["MASTER_ADDR"] = env["PET_MASTER_ADDR"] = spec.master_addr;
+  env["MASTER_PORT"] = env["PET_MASTER_PORT"] = n(spec.master_port);
+  env["CODE_SOURCE_PATH"] = p.code_dir;
+  env["HYPERPARAMETERS_PATH"] = p.hyperparams_path;
+  env["AIR_RUN_ID"] = spec.run_id.empty() ? o.run_id : spec.run_id;
+  env["AIR_ATTEMPT"] = n(spec.attempt > 0 ? spec.attempt : o.attempt);
+  if (!o.gpus.empty()) env["CUDA_VISIBLE_DEVICES"] = o.gpus;
+  std::string path = env.count("PATH") ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
+  if (!p.bin_dir.empty()) path = p.bin_dir + (path.empty() ? "" : ":" + path);
+  env["PATH"] = path;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& workdir,
+                               const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits) {
+  if (!is_hex_digest(digest)) throw Error("the node spec names an invalid snapshot digest '" + digest + "'");
+  std::string archive = workdir + "/snapshot.tar.zst";
+  std::string unverified = archive + ".unverified";  // until its SHA-256 matches
+  log.info("downloading snapshot " + digest.substr(0, 12));
+  try {
+    client.get_to_file(std::string(api::kPrefix) + "/snapshots/" + digest, unverified, {}, 10 * 60 * 1000);
+  } catch (const Error& e) {  // get_to_file removed what it had written
+    throw Error("cannot download snapshot " + digest.substr(0, 12) + ": " + e.what());
+  }
+  std::string got = air::sha256_file(unverified);
+  if (got != digest) {
+    std::remove(unverified.c_str());
+    throw Error("snapshot download is corrupt: expected SHA-256 " + digest.substr(0, 12) + ", got " +
+                got.substr(0, 12));
+  }
+  if (std::rename(unverified.c_str(), archive.c_str()) != 0) {
+    throw Error("cannot write " + archive + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::remove_all(code_dir, ec);
+  air::unpack_snapshot(archive, code_dir, limits);
+  log.info("unpacked snapshot into " + code_dir);
+}
+
+}  // namespace air::launcher

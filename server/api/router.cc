@@ -1,0 +1,446 @@
+// HTTP routes of the workspace: authentication, JSON (de)serialisation, error bodies; the logic lives in
+// Workspace. This file is the one place routes are registered: each with its body limit and its token
+// check, which the server core (server/http/server.h) runs before any body byte is read.
+#include "server/api/router.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "core/wire/api.h"
+#include "core/base/error.h"
+#include "core/client/local_daemon.h"
+#include "server/http/server.h"
+#include "server/api/files.h"
+#include "server/backends/local.h"
+#include "server/workspace/config.h"
+#include "server/workspace/services.h"
+#include "server/backends/slurm.h"
+#include "server/web/api.h"
+#include "server/web/ui.h"
+#include "server/workspace/workspace.h"
+
+namespace air::server {
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kApi = api::kPrefix;
+
+void send_error(http::Response& res, int status, const std::string& code, const std::string& message,
+                const std::vector<Diagnostic>& diags = {}, json extra = json::object()) {
+  api::ErrorBody b{code, message, diags};
+  extra["error"] = b;
+  res.status = status;
+  res.set_content(extra.dump(), "application/json");
+}
+
+void send_json(http::Response& res, const json& j, int status = 200) {
+  res.status = status;
+  res.set_content(j.dump(), "application/json");
+}
+
+std::string bearer(const http::Request& req) {
+  auto h = req.get_header_value("Authorization");
+  if (h.rfind("Bearer ", 0) == 0) return h.substr(7);
+  return {};
+}
+
+uint64_t query_u64(const http::Request& req, const char* name, uint64_t dflt) {
+  if (!req.has_param(name)) return dflt;
+  const std::string v = req.get_param_value(name);
+  try {
+    size_t used = 0;
+    uint64_t n = std::stoull(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+    return n;
+  } catch (const std::exception&) {
+    throw HttpError(400, "INVALID_ARGUMENT", fmt::format("query parameter {}={} is not a number", name, v));
+  }
+}
+
+// Body limits per route, enforced from the headers before the body is read.
+constexpr uint64_t kJsonBody = 1 << 20;
+constexpr uint64_t kLogBody = 8 << 20;
+
+class Api {
+ public:
+  Api(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+
+  void install() {
+    srv_.Get(kApi + "/health", [](const http::Request&, http::Response& res) {
+      send_json(res, api::Health{"ok", AIR_VERSION, static_cast<int>(::getpid())});
+    });
+    admin("POST", "/runs", [this](const auto& req, auto& res, const auto&) {
+      api::SubmitRequest sr = parse_body(req).template get<api::SubmitRequest>();
+      send_json(res, ws_.submit(sr), 201);
+    });
+    admin("GET", "/runs", [this](const auto& req, auto& res, const auto&) {
+      int limit = static_cast<int>(query_u64(req, "limit", 0));
+      bool all = req.get_param_value("all_status") == "1" || req.get_param_value("all_status") == "true";
+      send_json(res, ws_.list(limit, all));
+    });
+    admin("GET", R"(/runs/([A-Za-z0-9_-]+))",
+          [this](const auto&, auto& res, const auto& m) { send_json(res, ws_.get(m[1])); });
+    admin("POST", R"(/runs/([A-Za-z0-9_-]+)/cancel)",
+          [this](const auto&, auto& res, const auto& m) { send_json(res, ws_.cancel(m[1])); });
+    node_routes();
+    log_routes();
+    snapshot_routes();
+    services_routes();
+    install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
+    install_web_ui(srv_);        // the run page itself, at /
+    install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
+    srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
+      try {
+        std::rethrow_exception(ep);
+      } catch (const HttpError& e) {
+        send_error(res, e.status, e.code, e.what(), e.diagnostics);
+      } catch (const nlohmann::json::exception& e) {
+        send_error(res, 400, "INVALID_ARGUMENT", std::string("malformed JSON body: ") + e.what());
+      } catch (const std::exception& e) {
+        send_error(res, 500, "INTERNAL", e.what());
+      }
+    });
+    srv_.set_error_handler([](http::Response& res, int status, const std::string& message) {
+      static const std::map<int, std::string> codes = {
+          {400, "INVALID_ARGUMENT"}, {404, "NOT_FOUND"}, {405, "METHOD_NOT_ALLOWED"}, {408, "REQUEST_TIMEOUT"},
+          {413, "TOO_LARGE"},        {431, "HEADERS_TOO_LARGE"}, {501, "NOT_IMPLEMENTED"}};
+      auto it = codes.find(status);
+      send_error(res, status, it == codes.end() ? "ERROR" : it->second, message);
+    });
+  }
+
+ private:
+  using Match = std::smatch;
+  using Handler = std::function<void(const http::Request&, http::Response&, const Match&)>;
+
+  static json parse_body(const http::Request& req) {
+    try {
+      return json::parse(req.body);
+    } catch (const json::exception&) {
+      throw HttpError(400, "INVALID_ARGUMENT", "the request body is not valid JSON");
+    }
+  }
+
+  Principal auth(const http::Request& req) const {
+    auto p = ws_.authenticate(bearer(req));
+    if (!p) throw HttpError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
+    return *p;
+  }
+
+  // Gates run after the headers, before the body: a request without the right token is answered at once.
+  http::Gate admin_gate() const {
+    return [this](const http::Request& req, http::Response&) {
+      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not do that");
+      return true;
+    };
+  }
+  // Node endpoints accept the node token of that very run and attempt (or the admin token).
+  http::Gate node_gate() const {
+    return [this](const http::Request& req, http::Response&) {
+      Principal p = auth(req);
+      if (!p.admin && (p.run_id != req.matches[1].str() || p.attempt != std::stoi(req.matches[2].str())))
+        throw HttpError(403, "PERMISSION_DENIED", "this node token belongs to another run or attempt");
+      return true;
+    };
+  }
+
+  void route(const std::string& method, const std::string& pattern, Handler h, http::RouteOptions o) {
+    auto wrapped = [h](const http::Request& req, http::Response& res) { h(req, res, req.matches); };
+    std::string p = kApi + pattern;
+    if (method == "GET") srv_.Get(p, wrapped, std::move(o));
+    else if (method == "POST") srv_.Post(p, wrapped, std::move(o));
+  }
+
+  void admin(const std::string& method, const std::string& pattern, Handler h) {
+    route(method, pattern, std::move(h), {kJsonBody, admin_gate()});
+  }
+
+  void node(const std::string& method, const std::string& suffix, Handler h, uint64_t max_body = kJsonBody) {
+    std::string pattern = R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6}))" + suffix;
+    route(method, pattern, std::move(h), {max_body, node_gate()});
+  }
+
+  void node_routes() {
+    node("GET", "/spec", [this](const auto&, auto& res, const auto& m) {
+      send_json(res, ws_.node_spec(m[1], std::stoi(m[2]), std::stoi(m[3])));
+    });
+    node("POST", "/status", [this](const auto& req, auto& res, const auto& m) {
+      auto rep = parse_body(req).template get<api::NodeStatusReport>();
+      send_json(res, ws_.node_status(m[1], std::stoi(m[2]), std::stoi(m[3]), rep));
+    });
+  }
+
+  static void send_log(http::Response& res, LogRead& r) {
+    res.set_header(api::kHeaderLogOffset, std::to_string(r.chunk.offset));
+    res.set_header(api::kHeaderLogSize, std::to_string(r.chunk.size));
+    res.set_header(api::kHeaderLogDone, r.done ? "1" : "0");
+    res.set_content(std::move(r.chunk.data), "application/octet-stream");
+  }
+
+  void log_routes() {
+    node("POST", "/logs", [this](const auto& req, auto& res, const auto& m) {
+      uint64_t offset = query_u64(req, "offset", 0);
+      auto r = ws_.append_log(m[1], std::stoi(m[2]), std::stoi(m[3]), offset, req.body);
+      if (r.gap)
+        send_error(res, 409, "LOG_GAP",
+                   fmt::format("offset {} is beyond the stored log ({} bytes); resend from {}", offset, r.size, r.size),
+                   {}, json{{"size", r.size}});
+      else
+        send_json(res, api::LogAppendReply{r.size});
+    }, kLogBody);
+    // A follower with nothing new waits without a thread: the response is deferred until the log grows
+    // (LogStore wakes the server) or wait_ms passes.
+    admin("GET", R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6})/logs)",
+          [this](const auto& req, auto& res, const auto& m) {
+            std::optional<uint64_t> offset, tail;
+            if (req.has_param("offset")) offset = query_u64(req, "offset", 0);
+            if (req.has_param("tail")) tail = query_u64(req, "tail", 0);
+            uint64_t max_bytes = std::min<uint64_t>(query_u64(req, "max_bytes", 4 << 20), 64 << 20);
+            auto wait = std::chrono::milliseconds(std::min<uint64_t>(query_u64(req, "wait_ms", 0), 30000));
+            std::string run = m[1];
+            int attempt = std::stoi(m[2]), node = std::stoi(m[3]);
+            LogRead r = ws_.read_log(run, attempt, node, offset, tail, max_bytes, std::chrono::milliseconds(0));
+            uint64_t from = r.chunk.offset;
+            bool ready = !r.chunk.data.empty() || r.done || wait.count() == 0;
+            send_log(res, r);
+            if (ready) return;
+            res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes](auto& res) {
+              LogRead r = ws_.read_log(run, attempt, node, from, std::nullopt, max_bytes, std::chrono::milliseconds(0));
+              bool ready = !r.chunk.data.empty() || r.done;
+              send_log(res, r);
+              return ready;
+            });
+          });
+  }
+
+  // An open blob file, closed when the response is done with it.
+  struct OpenFile {
+    explicit OpenFile(int f) : fd(f) {}
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+    ~OpenFile() { ::close(fd); }
+    int fd;
+  };
+
+  void snapshot_routes() {
+    const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
+    http::Gate any_token = [this](const http::Request& req, http::Response&) { return auth(req), true; };
+    srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
+      std::string digest = req.matches[1];
+      if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", "snapshot " + digest + " not found");
+      uint64_t size = ws_.blobs().size(digest);
+      int fd = ::open(ws_.blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
+      auto file = std::make_shared<OpenFile>(fd);
+      res.set_content_provider(size, "application/octet-stream", [file](uint64_t offset, uint64_t n, http::DataSink& sink) {
+        std::vector<char> buf(static_cast<size_t>(n));
+        ssize_t got = ::pread(file->fd, buf.data(), buf.size(), static_cast<off_t>(offset));
+        if (got <= 0) return false;
+        sink.write(buf.data(), static_cast<size_t>(got));
+        return true;
+      });
+    }, {0, any_token});  // admin or any node token
+    auto admin_only = [this](const http::Request& req, http::Response&) {
+      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not upload snapshots");
+      return true;
+    };
+    // Streamed to disk while hashed (BlobWriter); a body past the limit is refused from its headers (413).
+    srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
+      std::string digest = req.matches[1];
+      if (ws_.blobs().has(digest)) {
+        read([](const char*, size_t) { return true; });
+        return send_json(res, json{{"digest", digest}, {"bytes", ws_.blobs().size(digest)}, {"existed", true}});
+      }
+      auto w = ws_.blobs().begin(digest, ws_.options().max_snapshot_bytes);
+      bool fits = true;
+      bool complete = read([&](const char* d, size_t n) { return fits = w->write(d, n); });
+      if (!fits && (w->write_errno() == ENOSPC || w->write_errno() == EDQUOT))
+        throw HttpError(507, "DISK_FULL",
+                        fmt::format("the workspace's disk is full: the snapshot cannot be stored ({}); free space "
+                                    "under the workspace's home and submit again", std::strerror(w->write_errno())));
+      if (!fits && w->write_errno())
+        throw HttpError(500, "WRITE_FAILED", fmt::format("the snapshot cannot be stored: {}", std::strerror(w->write_errno())));
+      if (!fits)
+        throw HttpError(413, "TOO_LARGE", fmt::format("snapshot is larger than this workspace accepts ({} bytes)",
+                                                     ws_.options().max_snapshot_bytes));
+      if (!complete) throw HttpError(400, "INCOMPLETE_UPLOAD", "the snapshot upload ended before its last byte");
+      try {
+        w->commit();
+      } catch (const Error& e) {
+        throw HttpError(400, "DIGEST_MISMATCH", e.what());
+      }
+      send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
+    }, {ws_.options().max_snapshot_bytes, admin_only});
+  }
+
+  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/workspace/services.h says who may
+  // do what). A node token reads only the secrets its run references.
+  void services_routes() {
+    auto h = [this](const http::Request& req, http::Response& res) {
+      auto who = ws_.authenticate(bearer(req));
+      std::vector<SecretRef> refs;
+      if (who && !who->admin && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
+        for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
+      ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body);
+      // Metrics from a node of a running attempt keep its stall watchdog quiet (no log line needed).
+      if (who && !who->admin && r.status == 200 && req.method == "POST" &&
+          (req.path == "/api/2.0/mlflow/runs/log-batch" || req.path == "/api/2.0/mlflow/runs/log-metric"))
+        ws_.note_metrics(who->run_id, who->attempt);
+      send_json(res, r.body, r.status);
+    };
+    // No body is read without a known token (the handlers answer the caller's rights in their own shapes).
+    http::Gate any_token = [this](const http::Request& req, http::Response& res) {
+      if (ws_.authenticate(bearer(req))) return true;
+      ApiReply r = handle_services_request(ws_.services(), std::nullopt, {}, req.method, req.target, "");
+      send_json(res, r.body, r.status);
+      return false;
+    };
+    for (const char* prefix : {"/api/2.0/secrets/", "/api/2.0/mlflow/"}) {
+      srv_.Get(std::string(prefix) + ".*", h, {kJsonBody, any_token});
+      srv_.Post(std::string(prefix) + ".*", h, {kJsonBody, any_token});
+    }
+  }
+
+  http::Server& srv_;
+  Workspace& ws_;
+};
+
+struct NodeBackend {
+  std::unique_ptr<Backend> backend;
+  std::string name, advertise_url;
+};
+
+// The backend from the flags, else $home/server.conf, else local.
+NodeBackend make_backend(const ServerOptions& o) {
+  ServerConfig f = read_server_config(o.home + "/server.conf");
+  auto pick = [](const std::string& flag, const std::string& file) { return flag.empty() ? file : flag; };
+  NodeBackend nb;
+  nb.name = pick(o.backend, f.backend);
+  if (nb.name.empty()) nb.name = "local";
+  nb.advertise_url = pick(o.advertise_url, f.advertise_url);
+  if (!nb.advertise_url.empty() && nb.advertise_url.find("://") == std::string::npos)
+    throw usage_error("--advertise-url '" + nb.advertise_url + "' is not a URL", "e.g. http://10.0.0.5:8470");
+  if (nb.name == "local") {
+    nb.backend = std::make_unique<LocalBackend>(o.air_binary);
+  } else if (nb.name == "external") {
+    nb.backend = std::make_unique<ExternalBackend>();
+  } else if (nb.name == "slurm") {
+    bool loopback_only = o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1" || o.host == "0.0.0.0";
+    if (nb.advertise_url.empty() && loopback_only)
+      throw usage_error("--backend slurm needs --advertise-url: the URL Slurm nodes use to reach this workspace",
+                        "e.g. air server --backend slurm --host 0.0.0.0 --advertise-url http://HEAD_NODE_IP:8470");
+    SlurmOptions so;
+    so.partition = pick(o.slurm_partition, f.slurm_partition);
+    so.account = pick(o.slurm_account, f.slurm_account);
+    so.extra_options = o.slurm_options.empty() ? f.slurm_options : o.slurm_options;
+    so.air_binary = o.air_binary;
+    nb.backend = std::make_unique<SlurmBackend>(so);
+  } else {
+    throw usage_error("unknown backend '" + nb.name + "'", "use --backend local, slurm or external");
+  }
+  return nb;
+}
+
+// "http://10.0.0.5" + 8470 -> "http://10.0.0.5:8470"; a URL with a port is kept as it is.
+std::string with_port(const std::string& url, int port) {
+  auto scheme = url.find("://");
+  auto host_start = scheme + 3;
+  auto path = url.find('/', host_start);
+  std::string authority = url.substr(host_start, path == std::string::npos ? std::string::npos : path - host_start);
+  bool has_port = authority.rfind(':') != std::string::npos && authority.back() != ']';
+  std::string base = url.substr(0, path == std::string::npos ? url.size() : path);
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return has_port ? base : fmt::format("{}:{}", base, port);
+}
+
+}  // namespace
+
+int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
+  fs::create_directories(o.home);
+  // Signals are taken by one thread with sigwait; every other thread (pool, ticker) has them blocked.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  // Agents started by this workspace keep their Python environments under the same home.
+  ::setenv("AIR_HOME", o.home.c_str(), 1);
+
+  // One daemon per home: held for the whole life of this process, released by the kernel when it ends.
+  DaemonLock home_lock = lock_daemon_home(o.home);
+  bool tls = !o.cert.empty() || !o.key.empty();
+  if (tls && (o.cert.empty() || o.key.empty())) throw usage_error("--cert and --key go together");
+  auto srv = std::make_unique<http::Server>(http::Limits{}, http::TlsFiles{o.cert, o.key});
+
+  WorkspaceOptions wo;
+  wo.home = o.home;
+  wo.bin_dir = o.bin_dir;
+  wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  wo.max_unpack_bytes = o.max_unpack_bytes;
+  wo.max_unpack_entries = o.max_unpack_entries;
+  wo.volumes_root = o.volumes_root;
+  if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
+  NodeBackend nb = make_backend(o);
+  wo.probe_volumes_ns = nb.name == "local";  // Slurm nodes are other machines: their agents say it
+  Workspace ws(wo, std::move(nb.backend));
+  Api api(*srv, ws);  // lives as long as the server: the routes capture it
+  api.install();
+
+  ws.set_log_listener([raw = srv.get()] { raw->wake(); });  // log followers wait without a thread
+  int port = -1;
+  if (o.port == 0 && o.prefer_port > 0) port = srv->bind(o.host, o.prefer_port);
+  if (port <= 0) port = srv->bind(o.host, o.port);
+  if (port <= 0)
+    throw Error(fmt::format("cannot listen on {}:{}", o.host, o.port), "is another air server using that port?");
+  std::string shown_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host;
+  std::string url = fmt::format("{}://{}:{}", tls ? "https" : "http", shown_host, port);
+  std::string agent_url = nb.advertise_url.empty() ? url : with_port(nb.advertise_url, port);
+  ws.set_url(agent_url);
+  ws.start();
+  std::string token = ws.create_admin_token();
+  write_daemon_info(o.home, DaemonInfo{static_cast<int>(::getpid()), port, url, token, o.home});
+  if (!o.daemon) {
+    if (agent_url != url || nb.name != "local")
+      out << "air server: backend " << nb.name << "; nodes reach this workspace at " << agent_url << "\n";
+    out << "air server: listening on " << url << " (state in " << o.home << ")\n"
+        << "  export AIR_HOST=" << url << "\n"
+        << "  export AIR_TOKEN=$(sed -n 's/.*\"token\": \"\\(.*\\)\".*/\\1/p' " << daemon_info_path(o.home) << ")\n";
+    out.flush();
+  } else {
+    err << "air server: listening on " << url << " (pid " << ::getpid() << ")\n";
+    err.flush();
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    srv->stop();
+  });
+  srv->listen();
+  ws.set_log_listener(nullptr);
+  ws.stop();
+  if (auto d = read_daemon_info(o.home); d && d->pid == ::getpid()) {
+    std::error_code ec;
+    fs::remove(daemon_info_path(o.home), ec);
+  }
+  // The waiter is blocked in sigwait unless a signal ended the server; wake it so it can be joined.
+  ::kill(::getpid(), SIGTERM);
+  waiter.join();
+  return kExitOk;
+}
+
+}  // namespace air::server

@@ -1,0 +1,154 @@
+// Starting and stopping node agents as local processes.
+#include "server/backends/local.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/base/error.h"
+
+extern char** environ;
+
+namespace air::server {
+
+int detect_local_gpus() {
+  if (const char* v = std::getenv("AIR_LOCAL_GPUS"); v && *v) return std::atoi(v);
+  FILE* p = ::popen("nvidia-smi -L 2>/dev/null", "r");
+  if (!p) return 0;
+  int n = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, p))
+    if (std::strncmp(line, "GPU ", 4) == 0) ++n;
+  ::pclose(p);
+  return n;
+}
+
+namespace {
+
+// The new session's scheduling weight (Linux autogroups: the CPU is shared between sessions first, then
+// between the threads of each). A local workspace shares its machine with every node it runs, and one
+// workspace serves them all: at equal weight, 8 nodes printing at full speed on 2 cores left the
+// workspace a tenth of the CPU, and a quiet node's line took 0.2-0.45 s to reach `air logs --follow`
+// (p95). At autogroup nice 3 a node's session weighs half the workspace's: p95 ~0.1-0.16 s, total log
+// throughput within the noise of before (bench/logs.sh; nice 5 gave the same latency for ~15% of the
+// throughput: docs/performance.md). The node's processes keep nice 0 among themselves, and a node alone on
+// the machine runs as before (weights matter only while the CPUs are contended). Where autogroups are off
+// or the processes sit in a systemd/cgroup scope, the file is missing or ignored and nothing changes.
+// Runs between fork and exec: system calls only.
+constexpr char kNodeSessionNice[] = "3";
+
+void lighten_session() {
+  int fd = ::open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  [[maybe_unused]] ssize_t n = ::write(fd, kNodeSessionNice, sizeof kNodeSessionNice - 1);
+  ::close(fd);
+}
+
+}  // namespace
+
+int LocalBackend::start_node(const NodeLaunch& l) {
+  std::filesystem::create_directories(l.workdir);
+  // Everything exec needs is built before fork: the child of a threaded process may only call
+  // async-signal-safe functions.
+  std::vector<std::string> args = {air_binary_, "node", "--server", l.server_url, "--run", l.run_id,
+                                   "--attempt", std::to_string(l.attempt), "--node", std::to_string(l.rank),
+                                   "--workdir", l.workdir, "--bin-dir", l.bin_dir};
+  if (!l.gpus.empty()) {
+    args.push_back("--gpus");
+    args.push_back(l.gpus);
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "AIR_NODE_TOKEN=", 15) != 0 && std::strncmp(*e, "AIR_TOKEN=", 10) != 0)
+      env.emplace_back(*e);
+  env.push_back("AIR_NODE_TOKEN=" + l.token);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int log = ::open(l.agent_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    if (log >= 0) ::close(log);
+    if (devnull >= 0) ::close(devnull);
+    throw Error("cannot start the node agent: fork failed");
+  }
+  if (pid == 0) {
+    ::setsid();
+    lighten_session();
+    if (::chdir(l.workdir.c_str()) != 0) ::_exit(126);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    if (log >= 0) {
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);  // the workspace ignores SIGPIPE; commands like `yes | head` need it back
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  if (log >= 0) ::close(log);
+  if (devnull >= 0) ::close(devnull);
+  return pid;
+}
+
+bool LocalBackend::agent_alive(int pid) {
+  if (pid <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid, &status, WNOHANG);
+  if (r == pid) return false;  // it exited and is now reaped
+  if (r == 0) return true;     // our child, still running
+  // Not our child (the workspace restarted): ask the kernel. A zombie of someone else counts as gone.
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  std::getline(st, s);
+  auto rp = s.rfind(')');
+  return !(rp != std::string::npos && rp + 2 < s.size() && s[rp + 2] == 'Z');
+}
+
+std::vector<int> session_members(int sid) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (auto* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream st(std::string("/proc/") + e->d_name + "/stat");
+    std::string s;
+    if (!std::getline(st, s)) continue;
+    auto rp = s.rfind(')');
+    if (rp == std::string::npos) continue;
+    std::istringstream rest(s.substr(rp + 2));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    rest >> state >> ppid >> pgrp >> session;
+    if (session == sid && state != "Z") out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
+void LocalBackend::kill_node(int pid) {
+  if (pid <= 0) return;
+  // The agent is its session's leader; its command runs in another process group of the same session,
+  // so killing by session catches both (and anything they started that did not setsid itself).
+  for (int member : session_members(pid)) ::kill(member, SIGKILL);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, WNOHANG);
+}
+
+}  // namespace air::server

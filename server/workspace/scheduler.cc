@@ -1,0 +1,328 @@
+// The gang scheduler half of Workspace: node reports, failure handling, stop/grace, retries, timeouts,
+// lost agents, and the log endpoints that depend on attempt state.
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/wire/run_state.h"
+#include "server/workspace/services.h"
+#include "server/workspace/workspace.h"
+
+namespace air::server {
+
+namespace {
+
+bool attempt_ended(const api::AttemptInfo& a) {
+  auto st = run_state_from_string(a.state).value_or(RunState::kFailed);
+  return is_terminal(st);
+}
+
+}  // namespace
+
+api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, int node,
+                                            const api::NodeStatusReport& rep) {
+  static const std::set<std::string> kStates = {"STARTING", "RUNNING", "SUCCEEDED", "FAILED"};
+  if (!kStates.count(rep.state))
+    throw HttpError(400, "INVALID_ARGUMENT", "unknown node state '" + rep.state + "'");
+  std::lock_guard<std::mutex> g(mu_);
+  RunRecord& r = find(id);
+  check_node(r, attempt, node);
+  api::AttemptInfo* a = current(r);
+  // A report for an attempt that is over (or a run that ended) can only be answered with "stop".
+  if (!a || a->number != attempt || attempt_ended(*a)) return {"stop"};
+  runtime_[{id, attempt, node}].last_seen_ms = now();
+  api::NodeInfo& n = a->nodes.at(node);
+  if (is_node_terminal(n.state)) return {"stop"};
+  bool changed = n.state != rep.state || (rep.pid && n.pid != rep.pid);
+  if (rep.pid) n.pid = rep.pid;
+  if (!rep.host.empty()) n.host = rep.host;
+  if (rep.state == "STARTING" || rep.state == "RUNNING") {
+    n.state = rep.state;
+    if (rep.state == "RUNNING" && !n.running_at_ms) n.running_at_ms = now();
+    if (rep.state == "RUNNING" && r.info.state == "PENDING") {
+      r.info.state = "RUNNING";
+      if (!r.info.started_at_ms) r.info.started_at_ms = now();
+      changed = true;
+    }
+    if (rep.state == "RUNNING" && a->state == "PENDING") a->state = "RUNNING";
+    if (changed) {
+      bool all_running = true;
+      for (const auto& x : a->nodes) all_running = all_running && x.state == "RUNNING";
+      if (all_running && r.stop_kind.empty()) r.info.status_message = "all nodes running";
+      store_.save_run_node(r, attempt, node);  // this node's row and the run's head, not every node's
+      logs_.wake();
+    }
+  } else {
+    n.state = rep.state;
+    n.exit_code = rep.exit_code;
+    n.message = rep.message;
+    if (rep.state == "FAILED") {
+      std::string why = rep.message.empty()
+                            ? fmt::format("node {} failed with exit code {}", node, rep.exit_code.value_or(-1))
+                            : fmt::format("node {} failed: {}", node, rep.message);
+      if (rep.exit_code && rep.message.empty()) why = fmt::format("node {} exited with code {}", node, *rep.exit_code);
+      node_failed(r, node, rep.exit_code, why, rep.last_lines);
+    }
+    maybe_finish_attempt(r);
+    // An attempt that ended (or a stop that began) may have changed every node: write them all.
+    if (attempt_ended(*a) || !r.stop_kind.empty()) save(r);
+    else store_.save_run_node(r, attempt, node);
+    logs_.wake();
+  }
+  return {r.stop_kind.empty() ? "continue" : "stop"};
+}
+
+void Workspace::node_failed(RunRecord& r, int rank, std::optional<int> exit_code, const std::string& why,
+                            const std::vector<std::string>& lines) {
+  api::AttemptInfo* a = current(r);
+  if (!a) return;
+  api::NodeInfo& n = a->nodes.at(rank);
+  if (!is_node_terminal(n.state)) {
+    n.state = "FAILED";
+    n.exit_code = exit_code;
+    n.message = why;
+  }
+  // Nodes stopped by the workspace also report FAILED; only the first genuine failure is the cause.
+  if (!r.stop_kind.empty() || a->failing_node) return;
+  a->failing_node = rank;
+  a->failing_exit_code = exit_code;
+  a->failing_lines = lines;
+  a->reason = why;
+  begin_stop(r, "gang", why);
+}
+
+void Workspace::begin_stop(RunRecord& r, const std::string& kind, const std::string& reason) {
+  r.stop_kind = kind;
+  r.stop_reason = reason;
+  r.stop_started_ms = now();
+  r.info.status_message = kind == "cancel" ? "canceling: stopping every node"
+                          : kind == "timeout" ? reason + "; stopping every node"
+                                              : reason + "; stopping the other nodes";
+  // A batch job none of whose agents has started (still queued) cannot hear "stop": remove it now.
+  if (api::AttemptInfo* a = current(r); a && !a->job_id.empty()) {
+    bool none_started = true;
+    for (const auto& n : a->nodes) none_started = none_started && n.state == "PENDING";
+    if (none_started) job_cancels_.push_back({a->job_id, 0});
+  }
+  maybe_finish_attempt(r);
+  save(r);
+  logs_.wake();
+}
+
+void Workspace::maybe_finish_attempt(RunRecord& r) {
+  api::AttemptInfo* a = current(r);
+  if (!a || attempt_ended(*a)) return;
+  for (const auto& n : a->nodes)
+    if (!is_node_terminal(n.state)) return;
+  finish_attempt(r);
+}
+
+void Workspace::finish_attempt(RunRecord& r) {
+  api::AttemptInfo* a = current(r);
+  bool all_ok = true;
+  for (const auto& n : a->nodes) all_ok = all_ok && n.state == "SUCCEEDED";
+  a->ended_at_ms = now();
+  for (int n = 0; n < static_cast<int>(r.agent_pids.size()); ++n)
+    if (r.agent_pids[n] > 0) lingering_.push_back({r.agent_pids[n], now() + opts_.stop_grace_ms});
+  release_gpus(r);
+  // The batch job may still be ending (or hold processes that did not stop): scancel it; a no-op when done.
+  if (!a->job_id.empty()) job_cancels_.push_back({a->job_id, 0});
+  store_.delete_tokens(fmt::format("run:{}:{}", r.info.run_id, a->number));
+  for (auto it = tokens_.begin(); it != tokens_.end();)
+    it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a->number ? tokens_.erase(it)
+                                                                                                      : std::next(it);
+  std::string kind = r.stop_kind;
+  services_->end_mlflow_run(a->mlflow_run_id, kind.empty() && all_ok ? "SUCCEEDED"
+                                              : kind == "cancel"     ? "CANCELED"
+                                              : kind == "timeout"    ? "TIMED_OUT"
+                                                                     : "FAILED");
+  auto end_run = [&](const std::string& state, const std::string& message) {
+    a->state = state;
+    r.info.state = state;
+    r.info.status_message = message;
+    r.info.ended_at_ms = now();
+    r.stop_kind.clear();
+    restarted_runs_.erase(r.info.run_id);
+  };
+  if (kind.empty() && all_ok) {
+    end_run("SUCCEEDED", fmt::format("all {} node(s) succeeded", a->nodes.size()));
+  } else if (kind == "cancel") {
+    a->reason = a->reason.empty() ? "canceled" : a->reason;
+    end_run("CANCELED", "canceled by request");
+  } else if (kind == "timeout") {
+    a->reason = r.stop_reason;
+    end_run("TIMED_OUT", r.stop_reason);
+  } else {
+    a->state = "FAILED";
+    if (a->reason.empty()) a->reason = r.stop_reason;
+    bool can_retry = r.info.max_retries < 0 || a->number <= r.info.max_retries;
+    if (can_retry) {
+      restarted_runs_.erase(r.info.run_id);
+      std::string reason = a->reason;
+      int number = a->number;
+      if (!try_start_attempt(r)) {
+        r.info.current_attempt = number;  // retried from tick once GPUs free up
+        r.stop_kind = "retry";
+      }
+      r.info.status_message = fmt::format("attempt {} failed ({}); retrying", number, reason);
+    } else {
+      end_run("FAILED", a->reason + (a->number > 1 ? fmt::format(" (after {} attempts)", a->number) : ""));
+    }
+  }
+  save(r);
+  logs_.wake();
+}
+
+void Workspace::tick() {
+  run_launches();
+  poll_jobs();
+  run_job_cancels();
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [id, r] : runs_) {
+    auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
+    if (!is_terminal(st)) tick_run(r);
+  }
+  // Agents of ended attempts normally exit on their own; whatever is left after the grace is killed, so
+  // a run never leaves a process behind.
+  int64_t t = now();
+  std::vector<Lingering> keep;
+  for (const auto& l : lingering_) {
+    if (!backend_->agent_alive(l.agent_pid)) continue;
+    if (t >= l.deadline_ms) backend_->kill_node(l.agent_pid);
+    else keep.push_back(l);
+  }
+  lingering_ = std::move(keep);
+}
+
+void Workspace::tick_run(RunRecord& r) {
+  api::AttemptInfo* a = current(r);
+  if (!a || r.stop_kind == "retry") {
+    // try_start_attempt clears stop_kind once the new attempt is under way; until then the run waits.
+    if (try_start_attempt(r)) save(r);
+    return;
+  }
+  if (attempt_ended(*a)) return;
+  int64_t t = now();
+  if (!r.stop_kind.empty()) {
+    if (t - r.stop_started_ms < opts_.stop_grace_ms) {
+      // Nodes that will never answer (their agent is gone) need not hold the stop up.
+      for (auto& n : a->nodes)
+        if (!is_node_terminal(n.state) && n.rank < static_cast<int>(r.agent_pids.size()) &&
+            r.agent_pids[n.rank] > 0 && !backend_->agent_alive(r.agent_pids[n.rank])) {
+          n.state = "LOST";
+          n.message = "agent exited while being stopped";
+        }
+      maybe_finish_attempt(r);
+      return;
+    }
+    for (auto& n : a->nodes)
+      if (!is_node_terminal(n.state)) {
+        if (n.rank < static_cast<int>(r.agent_pids.size())) backend_->kill_node(r.agent_pids[n.rank]);
+        n.state = "LOST";
+        n.message = fmt::format("killed by the workspace: no exit {} s after stop", opts_.stop_grace_ms / 1000);
+      }
+    finish_attempt(r);
+    return;
+  }
+  if (r.info.timeout_minutes && r.info.started_at_ms &&
+      t - r.info.started_at_ms >= int64_t(*r.info.timeout_minutes) * opts_.minute_ms) {
+    begin_stop(r, "timeout", fmt::format("timed out after {} minute(s)", *r.info.timeout_minutes));
+    return;
+  }
+  if (check_stall(r, *a, t)) return;
+  bool restarted = restarted_runs_.count(r.info.run_id) > 0;
+  for (auto& n : a->nodes) {
+    if (is_node_terminal(n.state)) continue;
+    int pid = n.rank < static_cast<int>(r.agent_pids.size()) ? r.agent_pids[n.rank] : 0;
+    auto& rt = runtime_[{r.info.run_id, a->number, n.rank}];
+    if (pid > 0 && !backend_->agent_alive(pid)) {
+      n.state = "LOST";
+      node_failed(r, n.rank, std::nullopt,
+                  fmt::format("the agent of node {} exited without reporting an end (see its agent log)", n.rank), {});
+    } else if (t - rt.last_seen_ms > opts_.heartbeat_timeout_ms) {
+      n.state = "LOST";
+      node_failed(r, n.rank, std::nullopt,
+                  restarted ? fmt::format("the agent of node {} did not re-attach within {} s after the workspace "
+                                          "restarted",
+                                          n.rank, opts_.heartbeat_timeout_ms / 1000)
+                            : fmt::format("lost node {}: no heartbeat for {} s", n.rank,
+                                          opts_.heartbeat_timeout_ms / 1000),
+                  {});
+    }
+    if (r.stop_kind.empty() == false) break;
+  }
+  maybe_finish_attempt(r);
+}
+
+// The stall watchdog: a running node whose log has not grown for stall_timeout_minutes is declared failed
+// (its command may be stuck in a collective forever, which no exit code or heartbeat reveals). The clock
+// starts at the node's first check, so a restarted workspace gives every node a full period again.
+bool Workspace::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
+  if (!r.info.stall_timeout_minutes) return false;
+  const auto limit = static_cast<int64_t>(*r.info.stall_timeout_minutes * static_cast<double>(opts_.minute_ms));
+  for (auto& n : a.nodes) {
+    if (n.state != "RUNNING") continue;
+    auto& rt = runtime_[{r.info.run_id, a.number, n.rank}];
+    if (!rt.last_output_ms) rt.last_output_ms = t;
+    if (t - rt.last_output_ms < limit) continue;
+    node_failed(r, n.rank, std::nullopt,
+                fmt::format("node {} stalled: no log line or metric for {:.3g} s (stall_timeout_minutes {:g})", n.rank,
+                            static_cast<double>(t - rt.last_output_ms) / 1000.0, *r.info.stall_timeout_minutes),
+                {});
+    maybe_finish_attempt(r);
+    return true;
+  }
+  return false;
+}
+
+AppendResult Workspace::append_log(const std::string& id, int attempt, int node, uint64_t offset,
+                                   std::string_view data) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    check_node(find(id), attempt, node);
+    if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
+  }
+  try {
+    return logs_.append({id, attempt, node}, offset, data);
+  } catch (const LogWriteError& e) {
+    // The agent keeps the lines in its spool and retries; 507 tells it (and a reader of its log) why.
+    if (e.err == ENOSPC || e.err == EDQUOT)
+      throw HttpError(507, "DISK_FULL",
+                      fmt::format("the workspace's disk is full: node {}'s log cannot be stored ({}); free space "
+                                  "under the workspace's home, the node keeps the lines and retries",
+                                  node, std::strerror(e.err)));
+    throw HttpError(500, "LOG_WRITE_FAILED", e.what());
+  }
+}
+
+void Workspace::note_metrics(const std::string& id, int attempt) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
+  for (const auto& a : it->second.info.attempts)
+    if (a.number == attempt)
+      for (const auto& n : a.nodes) runtime_[{id, attempt, n.rank}].last_output_ms = now();
+}
+
+LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
+                            std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait) {
+  auto ended = [&] {
+    std::lock_guard<std::mutex> g(mu_);
+    const RunRecord& r = find(id);
+    check_node(r, attempt, node);
+    for (const auto& a : r.info.attempts)
+      if (a.number == attempt) return attempt_ended(a) || is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed));
+    return true;
+  };
+  bool done = ended();
+  LogKey key{id, attempt, node};
+  uint64_t from = offset ? *offset : tail_lines ? logs_.tail_offset(key, *tail_lines) : 0;
+  LogRead out;
+  out.chunk = logs_.read(key, from, max_bytes, done ? std::chrono::milliseconds(0) : wait);
+  // "done" is decided before the data is read, so a reader that sees done and reaches the end has it all.
+  out.done = done;
+  return out;
+}
+
+}  // namespace air::server

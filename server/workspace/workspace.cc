@@ -1,0 +1,472 @@
+// Run lifecycle and gang scheduling. A run's current attempt ends in one of four ways: every node
+// succeeded; a node failed or was lost (gang stop, then retry while retries remain); cancel; timeout.
+// Every state change is written to SQLite before it is answered, so a restarted workspace resumes.
+#include "server/workspace/workspace.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <openssl/rand.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/base/error.h"
+#include "core/wire/run_state.h"
+#include "core/volumes/namespace.h"
+#include "core/workload/workload.h"
+#include "server/workspace/services.h"
+
+namespace air::server {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string random_token() {
+  unsigned char b[32];
+  if (RAND_bytes(b, sizeof b) != 1) throw Error("cannot generate a random token");
+  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string s = "air_";
+  for (unsigned char c : b) s += a[c & 63];
+  return s;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+namespace {
+
+int64_t system_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+HttpError not_found(const std::string& what) { return HttpError(404, "NOT_FOUND", what); }
+
+// The /Volumes paths a run's workload names: in its command, env_variables and parameters.
+std::vector<std::string> named_volume_paths(const std::string& spec_json) {
+  auto t = json::parse(spec_json);
+  std::string text = t.value("command", "") + "\n" + t.value("parameters_yaml", "");
+  for (const auto& kv : t.value("env", json::array())) text += "\n" + kv.at(1).get<std::string>();
+  return volume_paths_in(text);
+}
+
+}  // namespace
+
+Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
+    : opts_(std::move(opts)),
+      backend_(std::move(backend)),
+      store_((fs::create_directories(opts_.home), opts_.home + "/workspace.db")),
+      blobs_(opts_.home + "/blobs"),
+      volumes_(opts_.volumes_root.empty() ? opts_.home + "/volumes" : opts_.volumes_root),
+      logs_(opts_.home + "/runs"),
+      services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")) {
+  if (!opts_.now_ms) opts_.now_ms = system_now_ms;
+}
+
+Workspace::~Workspace() { stop(); }
+
+void Workspace::set_url(const std::string& url) {
+  std::lock_guard<std::mutex> g(mu_);
+  url_ = url;
+}
+
+void Workspace::start() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (const auto& [hash, scope] : store_.tokens()) {
+      Principal p;
+      if (scope == "admin") {
+        p.admin = true;
+      } else if (scope.rfind("run:", 0) == 0) {
+        auto colon = scope.rfind(':');
+        p.run_id = scope.substr(4, colon - 4);
+        p.attempt = std::atoi(scope.c_str() + colon + 1);
+      }
+      tokens_[hash] = p;
+    }
+    seq_ = store_.max_seq();
+    for (auto& r : store_.load_runs()) {
+      if (!r.info.idempotency_key.empty()) idempotency_[r.info.idempotency_key] = r.info.run_id;
+      services_->add_metrics(r.info, false);  // the attempts' MLflow run ids live in the MLflow tables
+      std::string id = r.info.run_id;
+      runs_[id] = std::move(r);
+    }
+    // Agents keep running while the workspace is down; give each one a full heartbeat window to re-attach.
+    for (auto& [id, r] : runs_) {
+      auto state = run_state_from_string(r.info.state).value_or(RunState::kFailed);
+      if (is_terminal(state)) continue;
+      if (auto* a = current(r)) {
+        restarted_runs_.insert(id);
+        for (const auto& n : a->nodes) {
+          runtime_[{id, a->number, n.rank}].last_seen_ms = now();
+          if (!n.gpus.empty())
+            for (auto& tok : std::vector<std::string>{n.gpus}) {
+              size_t pos = 0;
+              while (pos <= tok.size()) {
+                auto comma = tok.find(',', pos);
+                gpus_in_use_.insert(std::atoi(tok.substr(pos, comma - pos).c_str()));
+                if (comma == std::string::npos) break;
+                pos = comma + 1;
+              }
+            }
+        }
+      }
+    }
+  }
+  stopping_ = false;
+  if (!opts_.ticker) return;
+  ticker_ = std::thread([this] {
+    while (!stopping_) {
+      try {
+        tick();
+      } catch (const std::exception& e) {
+        // A failing pass must not take the workspace down; the next pass retries.
+        std::fprintf(stderr, "air server: scheduler pass failed: %s\n", e.what());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(opts_.tick_ms));
+    }
+  });
+}
+
+void Workspace::stop() {
+  stopping_ = true;
+  if (ticker_.joinable()) ticker_.join();
+  logs_.wake();
+}
+
+std::string Workspace::create_admin_token() {
+  std::string token = random_token();
+  std::string hash = sha256_hex(token);
+  std::lock_guard<std::mutex> g(mu_);
+  store_.add_token(hash, "admin");
+  tokens_[hash] = Principal{true, "", 0};
+  return token;
+}
+
+std::optional<Principal> Workspace::authenticate(const std::string& token) const {
+  if (token.empty()) return std::nullopt;
+  std::string hash = sha256_hex(token);
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = tokens_.find(hash);
+  if (it == tokens_.end()) return std::nullopt;
+  return it->second;
+}
+
+RunRecord& Workspace::find(const std::string& id) {
+  auto it = runs_.find(id);
+  if (it == runs_.end()) throw not_found("run " + id + " not found");
+  return it->second;
+}
+
+const RunRecord& Workspace::find(const std::string& id) const {
+  auto it = runs_.find(id);
+  if (it == runs_.end()) throw not_found("run " + id + " not found");
+  return it->second;
+}
+
+api::AttemptInfo* Workspace::current(RunRecord& r) {
+  for (auto& a : r.info.attempts)
+    if (a.number == r.info.current_attempt) return &a;
+  return nullptr;
+}
+
+void Workspace::save(const RunRecord& r) { store_.save_run(r); }
+
+std::string Workspace::new_run_id() const {
+  for (;;) {
+    unsigned char b[4];
+    RAND_bytes(b, sizeof b);
+    std::string id = fmt::format("{:02x}{:02x}{:02x}{:02x}", b[0], b[1], b[2], b[3]);
+    if (!runs_.count(id)) return id;
+  }
+}
+
+api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
+  ParseOptions po;
+  po.check_paths = false;  // the paths are on the submitter's machine; the snapshot carries the files
+  ParseResult parsed = parse_workload_text(req.workload_yaml, req.file_name.empty() ? "workload.yaml" : req.file_name,
+                                           req.base_dir.empty() ? "." : req.base_dir, po);
+  if (!parsed.ok())
+    throw HttpError(400, "INVALID_WORKLOAD",
+                    fmt::format("the workspace rejected {}", req.file_name.empty() ? "the workload" : req.file_name),
+                    parsed.diagnostics);
+  const Workload& w = *parsed.workload;
+  if (auto missing = services_->missing_secrets(w, req.file_name); !missing.empty())
+    throw HttpError(400, "SECRETS_MISSING",
+                    fmt::format("{} secret(s) the workload references do not exist in this workspace", missing.size()),
+                    missing);
+  if (!req.snapshot_digest.empty() && !blobs_.has(req.snapshot_digest))
+    throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
+  if (w.compute.gpu && backend_->total_gpus() >= 0 &&
+      w.compute.nodes * w.compute.accelerators_per_node > backend_->total_gpus())
+    throw HttpError(400, "INSUFFICIENT_RESOURCES",
+                    fmt::format("{} x {} needs {} GPUs on {} node(s), but this workspace's machine has {}",
+                                w.compute.num_accelerators, w.compute.accelerator_type,
+                                w.compute.nodes * w.compute.accelerators_per_node, w.compute.nodes,
+                                backend_->total_gpus()));
+
+  std::lock_guard<std::mutex> g(mu_);
+  std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
+  if (!key.empty()) {
+    if (auto it = idempotency_.find(key); it != idempotency_.end()) return runs_.at(it->second).info;
+  }
+  RunRecord r;
+  r.seq = ++seq_;
+  auto& i = r.info;
+  i.run_id = new_run_id();
+  i.experiment_name = w.experiment_name;
+  i.state = "PENDING";
+  i.status_message = "waiting for nodes";
+  i.accelerator_type = w.compute.accelerator_type;
+  i.num_accelerators = w.compute.num_accelerators;
+  i.accelerators_per_node = w.compute.accelerators_per_node;
+  i.num_nodes = std::max(1, w.compute.nodes);
+  i.gpu = w.compute.gpu;
+  i.max_retries = w.max_retries;
+  i.timeout_minutes = w.timeout_minutes;
+  i.stall_timeout_minutes = w.stall_timeout_minutes;
+  i.submitted_at_ms = now();
+  i.snapshot_digest = req.snapshot_digest;
+  i.snapshot_bytes = req.snapshot_digest.empty() ? 0 : blobs_.size(req.snapshot_digest);
+  i.file_name = req.file_name;
+  i.workload_yaml = req.workload_yaml;
+  i.idempotency_key = key;
+  json env = json::array();
+  for (const auto& [k, v] : w.env_variables) env.push_back({k, v});
+  json secrets = json::array();
+  for (const auto& sr : w.secrets) secrets.push_back({{"name", sr.name}, {"scope", sr.scope}, {"key", sr.key}});
+  r.spec_json = json{{"command", w.command},
+                     {"env", env},
+                     {"parameters_yaml", w.parameters_yaml},
+                     {"local_world_size", std::max(1, w.compute.accelerators_per_node)},
+                     {"gpu", w.compute.gpu},
+                     {"secrets", secrets},
+                     {"dependencies", w.environment.dependencies},
+                     {"environment_version", w.environment.version.value_or("")}}
+                    .dump();
+  if (!key.empty()) idempotency_[key] = i.run_id;
+  std::string id = i.run_id;
+  runs_[id] = std::move(r);
+  RunRecord& stored = runs_[id];
+  save(stored);
+  try_start_attempt(stored);
+  api::RunInfo reply = stored.info;
+  if (opts_.probe_volumes_ns && !named_volume_paths(stored.spec_json).empty()) {
+    std::call_once(ns_probe_once_, [this] { ns_probe_ = probe_volumes_ns(volumes_.root()); });
+    if (!ns_probe_.empty()) reply.notices.push_back(volumes_fallback_notice(ns_probe_, volumes_.root()));
+  }
+  return reply;
+}
+
+std::vector<std::string> Workspace::allocate_gpus(int nodes, int per_node) {
+  std::vector<int> free;
+  for (int g = 0; g < backend_->total_gpus(); ++g)
+    if (!gpus_in_use_.count(g)) free.push_back(g);
+  if (static_cast<int>(free.size()) < nodes * per_node) return {};
+  std::vector<std::string> out;
+  for (int n = 0; n < nodes; ++n) {
+    std::string s;
+    for (int k = 0; k < per_node; ++k) {
+      int g = free[n * per_node + k];
+      gpus_in_use_.insert(g);
+      s += (k ? "," : "") + std::to_string(g);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+void Workspace::release_gpus(RunRecord& r) {
+  if (auto* a = current(r))
+    for (const auto& n : a->nodes) {
+      size_t pos = 0;
+      while (!n.gpus.empty() && pos <= n.gpus.size()) {
+        auto comma = n.gpus.find(',', pos);
+        gpus_in_use_.erase(std::atoi(n.gpus.substr(pos, comma - pos).c_str()));
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+      }
+    }
+}
+
+bool Workspace::try_start_attempt(RunRecord& r) {
+  std::vector<std::string> gpus(r.info.num_nodes);
+  if (r.info.gpu && backend_->total_gpus() >= 0) {  // else the batch system allocates GPUs
+    gpus = allocate_gpus(r.info.num_nodes, r.info.accelerators_per_node);
+    if (gpus.empty()) {
+      r.info.status_message = "waiting for GPUs held by other runs";
+      return false;
+    }
+  }
+  api::AttemptInfo a;
+  a.number = static_cast<int>(r.info.attempts.size()) + 1;
+  a.state = "PENDING";
+  a.master_port = free_port();
+  a.started_at_ms = now();
+  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name);
+  for (int n = 0; n < r.info.num_nodes; ++n) {
+    api::NodeInfo ni;
+    ni.rank = n;
+    ni.gpus = gpus[n];
+    a.nodes.push_back(ni);
+  }
+  r.info.attempts.push_back(a);
+  r.info.current_attempt = a.number;
+  r.stop_kind.clear();
+  r.stop_reason.clear();
+  r.stop_started_ms = 0;
+  r.agent_pids.assign(r.info.num_nodes, 0);
+  r.info.status_message = a.number == 1 ? "starting nodes" : fmt::format("starting attempt {}", a.number);
+
+  std::string token = random_token(), hash = sha256_hex(token);
+  std::string scope = fmt::format("run:{}:{}", r.info.run_id, a.number);
+  store_.add_token(hash, scope);
+  tokens_[hash] = Principal{false, r.info.run_id, a.number};
+  std::string attempt_dir = fmt::format("{}/runs/{}/attempt_{}", opts_.home, r.info.run_id, a.number);
+  fs::create_directories(attempt_dir);
+  save(r);
+  AttemptLaunch l{r.info.run_id, r.info.experiment_name, a.number, r.info.num_nodes, url_, token, opts_.bin_dir,
+                  attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
+                  r.info.timeout_minutes};
+  for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
+  if (backend_->batch()) {
+    // A batch client may take seconds, or hang with its controller: submitted from the tick, unlocked.
+    launches_.push_back(std::move(l));
+    r.info.status_message = "submitting the attempt to the batch system";
+    save(r);
+    return true;
+  }
+  AttemptLaunchResult res;
+  std::string error;
+  try {
+    res = backend_->launch_attempt(l);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  apply_launch(r, res, error);
+  save(r);
+  return true;
+}
+
+void Workspace::check_node(const RunRecord& r, int attempt, int node) const {
+  for (const auto& a : r.info.attempts)
+    if (a.number == attempt) {
+      if (node < 0 || node >= static_cast<int>(a.nodes.size()))
+        throw not_found(fmt::format("run {} attempt {} has no node {}", r.info.run_id, attempt, node));
+      return;
+    }
+  throw not_found(fmt::format("run {} has no attempt {}", r.info.run_id, attempt));
+}
+
+api::RunInfo Workspace::get(const std::string& id) const {
+  api::RunInfo info;
+  std::string spec;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    info = find(id).info;
+    spec = find(id).spec_json;
+  }
+  services_->add_metrics(info);  // outside the lock: a read of the MLflow tables
+  for (auto& a : info.attempts)    // each node's stored log size (the run page shows it)
+    for (auto& n : a.nodes) {
+      std::error_code ec;
+      auto bytes = std::filesystem::file_size(logs_.path({id, a.number, n.rank}), ec);
+      n.log_bytes = ec ? 0 : static_cast<uint64_t>(bytes);
+    }
+  for (const auto& path : named_volume_paths(spec)) {
+    auto u = volumes_.usage(parse_volume_path(path));
+    info.volumes.push_back({path, u.files, u.bytes, u.exists});
+  }
+  return info;
+}
+
+api::RunList Workspace::list(int limit, bool all_status) const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<const RunRecord*> rs;
+  for (const auto& [id, r] : runs_) {
+    auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
+    if (all_status || !is_terminal(st)) rs.push_back(&r);
+  }
+  std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) { return a->seq > b->seq; });
+  api::RunList out;
+  for (auto* r : rs) {
+    if (limit > 0 && static_cast<int>(out.runs.size()) >= limit) break;
+    api::RunInfo i = r->info;
+    i.workload_yaml.clear();
+    for (auto& a : i.attempts) a.failing_lines.clear();
+    out.runs.push_back(std::move(i));
+  }
+  return out;
+}
+
+api::CancelReply Workspace::cancel(const std::string& id) {
+  std::lock_guard<std::mutex> g(mu_);
+  RunRecord& r = find(id);
+  auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
+  if (is_terminal(st)) return {id, r.info.state, true};
+  if (!current(r)) {
+    r.info.state = "CANCELED";
+    r.info.status_message = "canceled before it started";
+    r.info.ended_at_ms = now();
+    save(r);
+    logs_.wake();
+    return {id, r.info.state, false};
+  }
+  if (r.stop_kind != "cancel") begin_stop(r, "cancel", "canceled by request");
+  return {id, r.info.state, false};
+}
+
+api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node) const {
+  std::lock_guard<std::mutex> g(mu_);
+  const RunRecord& r = find(id);
+  check_node(r, attempt, node);
+  auto t = json::parse(r.spec_json);
+  api::NodeSpec s;
+  s.run_id = id;
+  s.attempt = attempt;
+  s.node_rank = node;
+  s.num_nodes = r.info.num_nodes;
+  s.local_world_size = t.value("local_world_size", 1);
+  s.master_addr = "127.0.0.1";
+  for (const auto& a : r.info.attempts)
+    if (a.number == attempt) s.master_port = a.master_port;
+  s.command = t.value("command", "");
+  for (const auto& kv : t.value("env", json::array())) s.env.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
+  s.parameters_yaml = t.value("parameters_yaml", "");
+  s.snapshot_digest = r.info.snapshot_digest;
+  s.gpu = t.value("gpu", false);
+  s.max_log_bytes = 64ull << 30;
+  s.max_unpack_bytes = opts_.max_unpack_bytes;
+  s.max_unpack_entries = opts_.max_unpack_entries;
+  for (const auto& x : t.value("secrets", json::array()))
+    s.secrets.push_back({x.value("name", ""), x.value("scope", ""), x.value("key", "")});
+  s.dependencies = t.value("dependencies", std::vector<std::string>{});
+  s.environment_version = t.value("environment_version", "");
+  for (const auto& a : r.info.attempts)
+    if (a.number == attempt) s.mlflow_run_id = a.mlflow_run_id;
+  s.volumes_root = volumes_.root();
+  for (const auto& path : named_volume_paths(r.spec_json)) {
+    std::string key = parse_volume_path(path).volume_key();
+    if (std::find(s.volumes.begin(), s.volumes.end(), key) == s.volumes.end()) s.volumes.push_back(key);
+  }
+  return s;
+}
+
+}  // namespace air::server

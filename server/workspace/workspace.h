@@ -1,0 +1,181 @@
+// The workspace's core: runs and their attempts, the gang scheduler, tokens, and the stores. The HTTP
+// layer (server/api/router.h) is a thin mapping onto these methods. One lock guards the run table; a tick
+// thread enforces heartbeats, timeouts and stop grace periods.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/wire/api.h"
+#include "server/backends/backend.h"
+#include "server/store/blobs.h"
+#include "server/store/logs.h"
+#include "server/store/store.h"
+#include "server/store/volumes.h"
+
+namespace air::server {
+
+class WorkspaceServices;
+
+// An error with an HTTP status; rendered as {"error": {"code", "message", "diagnostics"}}.
+struct HttpError : std::runtime_error {
+  HttpError(int status, std::string code, std::string message, std::vector<Diagnostic> diags = {})
+      : std::runtime_error(message), status(status), code(std::move(code)), diagnostics(std::move(diags)) {}
+  int status;
+  std::string code;
+  std::vector<Diagnostic> diagnostics;
+};
+
+struct WorkspaceOptions {
+  std::string home;      // state folder: workspace.db, blobs/, runs/
+  std::string bin_dir;   // given to agents (--bin-dir)
+  std::string volumes_root;  // where /Volumes is kept; empty: home/volumes
+  bool probe_volumes_ns = false;  // nodes run on this machine: tell at submit when /Volumes cannot be mapped
+  uint64_t max_snapshot_bytes = 4ull << 30;
+  uint64_t max_unpack_bytes = 8ull << 30;   // what one node may unpack a snapshot to (disk blocks)
+  uint64_t max_unpack_entries = 1000000;
+  int heartbeat_timeout_ms = 15000;  // an agent silent this long is lost
+  int stop_grace_ms = 10000;         // after "stop", agents still alive this long are killed
+  int tick_ms = 100;
+  int job_poll_ms = 1000;            // how often a batch backend's jobs are polled (squeue)
+  int64_t minute_ms = 60000;         // how long timeout_minutes' minute lasts (shortened by e2e tests)
+  bool ticker = true;                // false: tests call tick() themselves
+  std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
+};
+
+// Who a bearer token belongs to: the admin (CLI), or the agents of one attempt of one run.
+struct Principal {
+  bool admin = false;
+  std::string run_id;
+  int attempt = 0;
+};
+
+struct LogRead {
+  LogChunk chunk;
+  bool done = false;  // the attempt ended: the log will not grow
+};
+
+class Workspace {
+ public:
+  Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend);
+  ~Workspace();
+
+  // Where agents reach this workspace; set once the HTTP server is bound.
+  void set_url(const std::string& url);
+  // Reloads every run, re-arms heartbeat windows for running attempts, starts the tick thread.
+  void start();
+  void stop();
+
+  std::string create_admin_token();  // returns the clear token; only its hash is kept
+  std::optional<Principal> authenticate(const std::string& token) const;
+
+  api::RunInfo submit(const api::SubmitRequest& req);
+  api::RunInfo get(const std::string& run_id) const;
+  api::RunList list(int limit, bool all_status) const;
+  api::CancelReply cancel(const std::string& run_id);
+
+  api::NodeSpec node_spec(const std::string& run_id, int attempt, int node) const;
+  api::NodeStatusReply node_status(const std::string& run_id, int attempt, int node,
+                                   const api::NodeStatusReport& report);
+  AppendResult append_log(const std::string& run_id, int attempt, int node, uint64_t offset,
+                          std::string_view data);
+  // A node token of this attempt logged metrics through the MLflow API: progress for the stall watchdog.
+  // A node token names the attempt, not the node, so it counts for every node of the attempt (in a
+  // synchronous job a stalled rank stops rank 0's metrics too; nodes running independently are watched by
+  // their log lines). docs/workload.md (stall_timeout_minutes).
+  void note_metrics(const std::string& run_id, int attempt);
+  LogRead read_log(const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
+                   std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
+
+  BlobStore& blobs() { return blobs_; }
+  // Told of every log append and run-state change (see LogStore::set_listener).
+  void set_log_listener(std::function<void()> f) { logs_.set_listener(std::move(f)); }
+  VolumeStore& volumes() { return volumes_; }
+  // Secrets and MLflow (server/workspace/services.h).
+  WorkspaceServices& services() { return *services_; }
+  const WorkspaceOptions& options() const { return opts_; }
+  // One scheduler pass; the tick thread calls it, tests may too.
+  void tick();
+
+ private:
+  struct NodeRuntime {
+    int64_t last_seen_ms = 0;
+    int64_t last_output_ms = 0;  // the last log append with data (the stall watchdog's clock)
+  };
+  struct Lingering {
+    int agent_pid;
+    int64_t deadline_ms;
+  };
+
+  int64_t now() const { return opts_.now_ms(); }
+  RunRecord& find(const std::string& run_id);
+  const RunRecord& find(const std::string& run_id) const;
+  api::AttemptInfo* current(RunRecord& r);
+  void check_node(const RunRecord& r, int attempt, int node) const;
+  void save(const RunRecord& r);
+  bool try_start_attempt(RunRecord& r);
+  void node_failed(RunRecord& r, int rank, std::optional<int> exit_code, const std::string& why,
+                   const std::vector<std::string>& lines);
+  void begin_stop(RunRecord& r, const std::string& kind, const std::string& reason);
+  void maybe_finish_attempt(RunRecord& r);
+  void finish_attempt(RunRecord& r);
+  void tick_run(RunRecord& r);
+  bool check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t);
+  // Batch backends (server/workspace/scheduler_jobs.cc): poll job states and run cancellations without the lock.
+  void run_launches();
+  void apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error);
+  void poll_jobs();
+  void apply_job_state(RunRecord& r, const JobState* state);
+  void run_job_cancels();
+  void end_for_job(RunRecord& r, const JobState* state);
+  std::vector<std::string> allocate_gpus(int nodes, int per_node);
+  void release_gpus(RunRecord& r);
+  std::string new_run_id() const;
+
+  WorkspaceOptions opts_;
+  std::unique_ptr<Backend> backend_;
+  Store store_;
+  BlobStore blobs_;
+  VolumeStore volumes_;
+  std::once_flag ns_probe_once_;
+  std::string ns_probe_;  // "" when private /Volumes namespaces work here
+  LogStore logs_;
+  std::unique_ptr<WorkspaceServices> services_;
+  std::string url_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, RunRecord> runs_;
+  std::map<std::string, std::string> idempotency_;  // key -> run id
+  std::map<std::string, Principal> tokens_;         // sha256 hex -> who
+  std::map<std::tuple<std::string, int, int>, NodeRuntime> runtime_;
+  std::vector<Lingering> lingering_;
+  std::set<int> gpus_in_use_;
+  std::set<std::string> restarted_runs_;  // runs whose agents must re-attach after a workspace restart
+  struct JobCancel {
+    std::string job_id;
+    int64_t next_try_ms = 0;
+  };
+  std::vector<JobCancel> job_cancels_;  // batch jobs to scancel (outside the lock)
+  std::vector<AttemptLaunch> launches_;  // batch attempts to submit (outside the lock)
+  int64_t last_job_poll_ms_ = 0;
+  std::string last_job_poll_error_;
+  int64_t seq_ = 0;
+
+  std::atomic<bool> stopping_{false};
+  std::thread ticker_;
+};
+
+// A random token (URL-safe, 32 bytes of entropy).
+std::string random_token();
+// A free TCP port on 127.0.0.1 (bound then released).
+int free_port();
+
+}  // namespace air::server

@@ -1,0 +1,98 @@
+// Loading tokenizer.json: what we refuse, with the file and the JSON path in the message.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "tests/trainer/tokenizer/test_util.h"
+
+using air::train::Tokenizer;
+using namespace air::train::testing;
+using Json = nlohmann::json;
+
+TEST_CASE("a valid small tokenizer loads") {
+  auto t = Tokenizer::from_json_text(small_tokenizer().dump(), "t.json");
+  CHECK(t.vocab_size() == 261);
+  CHECK(t.bos_id() == 260);
+  CHECK(t.token_to_id("abc") == 258);
+  CHECK_FALSE(t.eos_id().has_value());
+  CHECK_FALSE(t.pad_id().has_value());
+}
+
+TEST_CASE("unsupported models are refused naming the JSON path") {
+  auto j = small_tokenizer();
+  j["model"]["type"] = "Unigram";
+  CHECK(load_error(j) == R"(t.json: model.type: "Unigram" is not supported (only byte-level "BPE"))");
+  j = small_tokenizer();
+  j["model"]["dropout"] = 0.1;
+  CHECK(load_error(j) == "t.json: model.dropout: BPE dropout is not supported (it makes encoding random)");
+  j = small_tokenizer();
+  j["model"]["continuing_subword_prefix"] = "##";
+  CHECK(load_error(j) == "t.json: model.continuing_subword_prefix: is not supported with byte-level BPE");
+}
+
+TEST_CASE("bad merges are refused naming the merge") {
+  CHECK(load_error(small_tokenizer({"b c", "a zz"})) == R"(t.json: model.merges[1]: token "zz" is not in model.vocab)");
+  CHECK(load_error(small_tokenizer({"c a"})) ==
+        R"(t.json: model.merges[0]: the merged token "ca" is not in model.vocab)");
+  CHECK(load_error(small_tokenizer({"abc"})) ==
+        R"(t.json: model.merges[0]: expected "left right" (two tokens separated by one space), got "abc")");
+  CHECK(load_error(small_tokenizer(Json::parse(R"([["a"]])"))) ==
+        R"(t.json: model.merges[0]: expected "left right" or ["left", "right"])");
+}
+
+TEST_CASE("unsupported pre-tokenizers, normalizers and decoders are refused") {
+  auto j = small_tokenizer();
+  j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Metaspace"}};
+  CHECK(load_error(j) == R"(t.json: pre_tokenizer.pretokenizers[0].type: "Metaspace" is not supported )"
+                         "(only Split, ByteLevel and Sequence)");
+  j = small_tokenizer();
+  j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
+  CHECK(load_error(j) == R"(t.json: pre_tokenizer.pretokenizers[0].behavior: "Removed" is not supported (only "Isolated"))");
+  j = small_tokenizer();
+  j["pre_tokenizer"] = j["pre_tokenizer"]["pretokenizers"][0];
+  CHECK(load_error(j) == "t.json: pre_tokenizer: must end with a ByteLevel pre-tokenizer (byte-level BPE)");
+  j = small_tokenizer();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
+  CHECK(load_error(j) == "t.json: pre_tokenizer.pretokenizers[0].pattern.Regex: regex does not compile: "
+                         "missing closing parenthesis at offset 9");
+  j = small_tokenizer();
+  j["normalizer"] = {{"type", "NFC"}};
+  CHECK(load_error(j) == R"(t.json: normalizer.type: "NFC" is not supported (byte-level BPE tokenizers use none))");
+  j = small_tokenizer();
+  j["decoder"] = {{"type", "Metaspace"}};
+  CHECK(load_error(j) == R"(t.json: decoder.type: "Metaspace" is not supported (only ByteLevel))");
+  j = small_tokenizer();
+  j["post_processor"] = {{"type", "BertProcessing"}};
+  CHECK(load_error(j) == R"(t.json: post_processor.type: "BertProcessing" is not supported )"
+                         "(only TemplateProcessing, ByteLevel, Sequence)");
+}
+
+TEST_CASE("malformed files get a clear error") {
+  CHECK_THROWS_WITH(Tokenizer::from_json_text("{\"model\": ", "t.json"),
+                    Catch::StartsWith("t.json: not valid JSON: parse error at line 1, column 11"));
+  CHECK(load_error(Json::array()) == "t.json: (top level): expected a JSON object");
+  auto j = small_tokenizer();
+  j["model"]["vocab"]["zz"] = 3;
+  CHECK_THAT(load_error(j), Catch::Contains("t.json: model.vocab: id 3 is given to both"));
+  j = small_tokenizer();
+  j["added_tokens"][0].erase("content");
+  CHECK(load_error(j) == R"(t.json: added_tokens[0]: missing "content")");
+  CHECK_THROWS_WITH(Tokenizer::from_file("/nonexistent/tokenizer.json"),
+                    "/nonexistent/tokenizer.json: cannot read: No such file or directory");
+}
+
+TEST_CASE("tokenizer_config.json beside the file names BOS, EOS and PAD") {
+  auto dir = std::filesystem::temp_directory_path() / "air_tokenizer_config_test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "tokenizer.json") << trained_json();
+    std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": {"content": "<|pad|>"}, "pad_token": null})";
+  }
+  auto t = Tokenizer::from_file((dir / "tokenizer.json").string());
+  CHECK(t.eos_id() == t.token_to_id("<|pad|>"));
+  CHECK(t.bos_id() == t.token_to_id("<|begin_of_text|>"));
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<|nope|>"})";
+  CHECK_THROWS_WITH(Tokenizer::from_file((dir / "tokenizer.json").string()),
+                    Catch::Contains("tokenizer_config.json names eos_token \"<|nope|>\", which is not a token"));
+  std::filesystem::remove_all(dir);
+}

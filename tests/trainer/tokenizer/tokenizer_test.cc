@@ -1,0 +1,134 @@
+// Encoding and decoding: merge order, ignore_merges, added tokens, BOS, decoding, odd input, threads.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "tests/trainer/tokenizer/test_util.h"
+#include "trainer/tokenizer/byte_level.h"
+
+using air::train::Tokenizer;
+using namespace air::train::testing;
+
+using Ids = std::vector<int32_t>;
+
+TEST_CASE("byte-level alphabet covers all 256 bytes, one character each") {
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  std::string text = air::train::bytes_to_byte_level(all);
+  CHECK(air::train::byte_level_to_bytes(text) == all);
+  CHECK(air::train::byte_level_char(' ') == "\xC4\xA0");   // Ġ
+  CHECK(air::train::byte_level_char('\n') == "\xC4\x8A");  // Ċ
+  CHECK(air::train::byte_level_char('A') == "A");
+  CHECK_FALSE(air::train::byte_level_to_bytes(" ").has_value());  // a real space is not in the alphabet
+}
+
+TEST_CASE("merges apply lowest rank first") {
+  auto t = Tokenizer::from_json_text(small_tokenizer().dump());
+  // b c (rank 0) before a b (rank 1), then a bc (rank 2): "abc" -> "abc".
+  CHECK(t.encode("abc") == Ids{258});
+  // With "a b" ranked first the word stops at "ab" + "c" (no merge ab+c exists).
+  auto t2 = Tokenizer::from_json_text(small_tokenizer({"a b", "b c", "a bc"}).dump());
+  CHECK(t2.encode("abc") == Ids{256, 'c'});
+  // Leftmost first among equal ranks: "bcbc" -> bc bc; "abab" -> ab ab.
+  CHECK(t.encode("bcbc") == Ids{257, 257});
+  CHECK(t.encode("abab") == Ids{256, 256});
+}
+
+TEST_CASE("ignore_merges takes a whole-word vocabulary entry first") {
+  auto j = small_tokenizer({"a b", "b c", "a bc"});
+  CHECK(Tokenizer::from_json_text(j.dump()).encode("abc") == Ids{256, 'c'});
+  j["model"]["ignore_merges"] = true;
+  CHECK(Tokenizer::from_json_text(j.dump()).encode("abc") == Ids{258});
+  // "cc" has no merge at all: only ignore_merges reaches it.
+  CHECK(Tokenizer::from_json_text(j.dump()).encode("cc") == Ids{259});
+}
+
+TEST_CASE("merges may be written as [left, right] pairs") {
+  auto pairs = small_tokenizer(nlohmann::json::parse(R"([["b", "c"], ["a", "b"], ["a", "bc"]])"));
+  CHECK(Tokenizer::from_json_text(pairs.dump()).encode("abc abab") ==
+        Tokenizer::from_json_text(small_tokenizer().dump()).encode("abc abab"));
+}
+
+TEST_CASE("special tokens written in the text are recognised, longest first") {
+  const Tokenizer& t = trained_tokenizer();
+  int32_t bos = *t.token_to_id("<|begin_of_text|>");
+  int32_t eos = *t.token_to_id("<|end_of_text|>");
+  CHECK(t.bos_id() == bos);
+  CHECK(t.eos_id() == eos);
+  CHECK(t.pad_id() == t.token_to_id("<|pad|>"));
+  auto ids = t.encode("Hi<|end_of_text|><|begin_of_text|>");
+  REQUIRE(ids.size() >= 3);
+  CHECK(ids[ids.size() - 2] == eos);
+  CHECK(ids.back() == bos);
+  CHECK(t.encode("<|end_of_text|") != Ids{eos});  // incomplete: plain text
+  CHECK(t.is_special(eos));
+  CHECK_FALSE(t.is_special(ids.front()));
+}
+
+TEST_CASE("add_bos applies the post-processor template") {
+  const Tokenizer& t = trained_tokenizer();
+  auto plain = t.encode("The river");
+  auto with = t.encode("The river", true);
+  REQUIRE(with.size() == plain.size() + 1);
+  CHECK(with.front() == *t.bos_id());
+  CHECK(Ids(with.begin() + 1, with.end()) == plain);
+  CHECK(t.encode("", true) == Ids{*t.bos_id()});
+  CHECK(t.encode("").empty());
+}
+
+TEST_CASE("decode inverts encode on any valid UTF-8 text") {
+  const Tokenizer& t = trained_tokenizer();
+  for (std::string text : {"The quick brown fox.", "  spaces\t\ttabs\r\nand lines\n\n", "你好，世界 🦙 مرحبا",
+                           "e\xCC\x81 combining", "x\xC2\x85y\xEF\xBB\xBFz", "<|begin_of_text|>special<|pad|>",
+                           "int main() { return 0; }", "12345678901234567890"}) {
+    CAPTURE(text);
+    CHECK(t.decode(t.encode(text)) == text);
+  }
+  auto ids = t.encode("<|begin_of_text|>Hello<|end_of_text|>");
+  CHECK(t.decode(ids, true) == "Hello");
+}
+
+TEST_CASE("invalid UTF-8 encodes byte by byte and decodes lossily like Hugging Face") {
+  const Tokenizer& t = trained_tokenizer();
+  std::string bad = "ab\xFF" "cd\xE2\x82";
+  auto ids = t.encode(bad);
+  CHECK(t.decode(ids) == "ab\xEF\xBF\xBD" "cd\xEF\xBF\xBD");
+  // A single token of a multi-byte character decodes to U+FFFD, as Rust's from_utf8_lossy does.
+  auto llama = t.encode("\xF0\x9F\xA6\x99");
+  CHECK(t.decode({llama.front()}) == "\xEF\xBF\xBD");
+}
+
+TEST_CASE("decode rejects ids outside the vocabulary") {
+  const Tokenizer& t = trained_tokenizer();
+  CHECK_THROWS_WITH(t.decode({5, t.vocab_size()}),
+                    "trained.json: token id " + std::to_string(t.vocab_size()) + " is not in the vocabulary");
+  CHECK_THROWS(t.decode({-1}));
+  CHECK_FALSE(t.id_to_token(t.vocab_size()).has_value());
+  CHECK(t.id_to_token('A') == "A");
+  CHECK(t.id_to_token(' ') == "\xC4\xA0");
+}
+
+TEST_CASE("very long pieces and long whitespace runs encode and round-trip") {
+  const Tokenizer& t = trained_tokenizer();
+  for (std::string text : {std::string(100000, ' '), std::string(50000, 'a'), std::string(20000, '\n'),
+                           std::string(30000, '7')}) {
+    auto ids = t.encode(text);
+    CHECK_FALSE(ids.empty());
+    CHECK(t.decode(ids) == text);
+  }
+}
+
+TEST_CASE("encoding is thread-safe and gives the same ids from every thread") {
+  const Tokenizer& t = trained_tokenizer();
+  std::string text = read_text(corpus_path());
+  auto want = t.encode(text);
+  std::vector<Ids> got(4);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int r = 0; r < 5; ++r) got[k] = t.encode(text);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& g : got) CHECK(g == want);
+}

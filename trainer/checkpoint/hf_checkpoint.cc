@@ -1,0 +1,150 @@
+// Writing the consolidated checkpoint atomically: temp folder, fsync'd files, then rename over output_dir.
+#include "trainer/checkpoint/hf_checkpoint.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/error.h"
+#include "trainer/model/model.h"
+
+namespace air::train {
+namespace fs = std::filesystem;
+namespace {
+
+// An earlier checkpoint (ours or transformers') may be replaced; anything else is the user's and is not.
+bool replaceable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  if (!fs::is_directory(dir, ec)) return false;
+  if (fs::is_empty(dir, ec)) return true;
+  if (fs::exists(dir / "config.json", ec)) return true;
+  // Only the sharded checkpoints of an attempt that did not finish.
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != kShardedSubdir) return false;
+  return !ec;
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  out.flush();
+  if (!out) throw Error("cannot write " + p.string());
+}
+
+void copy_if_exists(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (!fs::is_regular_file(from, ec)) return;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw Error("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
+}
+
+std::string dtype_name(at::ScalarType t) { return t == at::kBFloat16 ? "bfloat16" : t == at::kHalf ? "float16" : "float32"; }
+
+}  // namespace
+
+std::string map_volumes_path(const std::string& path) {
+  const char* root = std::getenv("AIR_VOLUMES_ROOT");
+  if (!root || !*root || path.rfind("/Volumes/", 0) != 0) return path;
+  std::error_code ec;
+  if (fs::exists("/Volumes", ec)) return path;
+  return (fs::path(root) / path.substr(std::string("/Volumes/").size())).string();
+}
+
+void check_output_dir(const std::string& output_dir) {
+  fs::path dir(output_dir);
+  if (!replaceable(dir))
+    throw Error("output_dir " + output_dir + " exists and is not an earlier checkpoint (no config.json)",
+                "air-train replaces only an empty folder or an earlier checkpoint; choose another output_dir");
+  std::error_code ec;
+  fs::path parent = fs::absolute(dir, ec).parent_path();
+  fs::create_directories(parent, ec);
+  if (ec || ::access(parent.c_str(), W_OK) != 0)
+    throw Error("cannot write the checkpoint's parent folder " + parent.string() + (ec ? ": " + ec.message() : ""));
+}
+
+std::vector<TensorSpec> checkpoint_specs(const LlamaConfig& c, at::ScalarType dtype) {
+  std::vector<TensorSpec> s;
+  s.push_back({"model.embed_tokens.weight", dtype, {c.vocab_size, c.hidden_size}});
+  const auto names = BlockWeights::names();
+  const auto shapes = BlockWeights::shapes(c);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (size_t i = 0; i < names.size(); ++i) s.push_back({LlamaModel::block_param_name(l, names[i]), dtype, shapes[i]});
+  s.push_back({"model.norm.weight", dtype, {c.hidden_size}});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", dtype, {c.vocab_size, c.hidden_size}});
+  return s;
+}
+
+CheckpointSaver::CheckpointSaver(const LlamaConfig& c, SaveOptions o) : o_(std::move(o)) {
+  check_output_dir(o_.output_dir);
+  fs::path out = fs::absolute(o_.output_dir);
+  if (out.filename().empty()) out = out.parent_path();
+  o_.output_dir = out.string();
+  tmp_ = (out.parent_path() / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+  if (!fs::create_directories(tmp_, ec)) throw Error("cannot create " + tmp_ + (ec ? ": " + ec.message() : ""));
+  fs::path t(tmp_), src(o_.source_model_dir);
+  write_text(t / "config.json", llama_config_to_json(c, dtype_name(o_.dtype)).dump(2) + "\n");
+  if (fs::exists(src / "generation_config.json")) {
+    copy_if_exists(src / "generation_config.json", t / "generation_config.json");
+  } else {
+    nlohmann::json g = {{"_from_model_config", true}};
+    if (!c.bos_token_ids.empty()) g["bos_token_id"] = c.bos_token_ids[0];
+    if (c.eos_token_ids.size() == 1) g["eos_token_id"] = c.eos_token_ids[0];
+    else if (!c.eos_token_ids.empty()) g["eos_token_id"] = c.eos_token_ids;
+    write_text(t / "generation_config.json", g.dump(2) + "\n");
+  }
+  if (!o_.tokenizer_path.empty()) {
+    copy_if_exists(o_.tokenizer_path, t / "tokenizer.json");
+    fs::path tdir = fs::path(o_.tokenizer_path).parent_path();
+    for (const char* f : {"tokenizer_config.json", "special_tokens_map.json"})
+      copy_if_exists(fs::exists(tdir / f) ? tdir / f : src / f, t / f);
+  }
+  specs_ = checkpoint_specs(c, o_.dtype);
+  writer_ = std::make_unique<ShardedWriter>(tmp_, specs_, o_.max_shard_bytes);
+}
+
+CheckpointSaver::~CheckpointSaver() {
+  writer_.reset();
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+}
+
+void CheckpointSaver::write(const std::string& name, const at::Tensor& t) { writer_->write(name, t); }
+
+void CheckpointSaver::commit() {
+  writer_->finish();
+  writer_.reset();
+  fs::path out(o_.output_dir);
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(out, ec)) {
+    if (!replaceable(out)) throw Error("output_dir " + o_.output_dir + " changed during training; the new checkpoint is in " + tmp_);
+    old = out.parent_path() / ("." + out.filename().string() + ".old-" + std::to_string(::getpid()));
+    fs::remove_all(old, ec);
+    // The sharded checkpoints move into the new folder first (one rename), so they are never lost.
+    if (fs::exists(out / kShardedSubdir, ec)) {
+      fs::rename(out / kShardedSubdir, fs::path(tmp_) / kShardedSubdir, ec);
+      if (ec) throw Error("cannot move " + (out / kShardedSubdir).string() + " into the new checkpoint: " + ec.message());
+    }
+    fs::rename(out, old, ec);
+    if (ec) throw Error("cannot move the earlier checkpoint aside: " + ec.message(), "the new checkpoint is in " + tmp_);
+  }
+  fs::rename(tmp_, out, ec);
+  if (ec) throw Error("cannot rename " + tmp_ + " to " + o_.output_dir + ": " + ec.message());
+  committed_ = true;
+  if (!old.empty()) fs::remove_all(old, ec);
+}
+
+void save_checkpoint(const LlamaModel& m, const SaveOptions& o) {
+  CheckpointSaver saver(m.config(), o);
+  for (const auto& [name, t] : m.named_parameters()) saver.write(name, t);
+  saver.commit();
+}
+
+}  // namespace air::train

@@ -1,0 +1,124 @@
+// ATen reference paths of trainer/model/ops.h, and the dispatch to the CUDA kernels (trainer/cuda/ops_cuda.h).
+#include "trainer/model/ops.h"
+
+#include <atomic>
+
+#ifndef AIR_TRAIN_CUDA_KERNELS
+#define AIR_TRAIN_CUDA_KERNELS 0
+#endif
+
+#if AIR_TRAIN_CUDA_KERNELS
+#include "trainer/cuda/ops_cuda.h"
+#endif
+
+namespace air::train::ops {
+namespace {
+
+std::atomic<bool> g_use_kernels{true};
+
+bool kernels_for(const at::Tensor& t) {
+#if AIR_TRAIN_CUDA_KERNELS
+  return g_use_kernels.load() && t.is_cuda() && (t.scalar_type() == at::kBFloat16);
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool have_cuda_kernels() { return AIR_TRAIN_CUDA_KERNELS != 0; }
+void set_use_cuda_kernels(bool on) { g_use_kernels = on; }
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_fwd(x, weight, eps);
+#endif
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor rstd = at::rsqrt(xf.pow(2).mean(-1) + eps);
+  at::Tensor y = weight * (xf * rstd.unsqueeze(-1)).to(x.scalar_type());
+  return {y.to(x.scalar_type()), rstd};
+}
+
+at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
+                        const at::Tensor& dweight) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_bwd(dy, x, weight, rstd, dweight);
+#endif
+  // n = x * rstd; y = w * n. dw = sum(dy * n); dn = dy * w; dx = rstd * (dn - n * mean(dn * n)).
+  at::Tensor r = rstd.unsqueeze(-1);
+  at::Tensor n = x.to(at::kFloat) * r;
+  at::Tensor dyf = dy.to(at::kFloat);
+  dweight.add_((dyf * n.to(x.scalar_type()).to(at::kFloat)).sum(0).to(dweight.scalar_type()));
+  at::Tensor dn = dyf * weight.to(at::kFloat);
+  at::Tensor dx = r * (dn - n * (dn * n).mean(-1, true));
+  return dx.to(x.scalar_type());
+}
+
+at::Tensor swiglu_fwd(const at::Tensor& gu) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(gu)) return cuda::swiglu_fwd(gu);
+#endif
+  const int64_t I = gu.size(-1) / 2;
+  return at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
+}
+
+at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(gu)) return cuda::swiglu_bwd(gu, da);
+#endif
+  const int64_t I = gu.size(-1) / 2;
+  at::Tensor g = gu.narrow(-1, 0, I).to(at::kFloat), u = gu.narrow(-1, I, I).to(at::kFloat);
+  at::Tensor daf = da.to(at::kFloat);
+  at::Tensor sig = at::sigmoid(g);
+  at::Tensor silu = g * sig;
+  at::Tensor dg = daf * u * sig * (1 + g * (1 - sig));
+  at::Tensor du = daf * silu;
+  return at::cat({dg, du}, -1).to(gu.scalar_type());
+}
+
+at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(logits)) return cuda::cross_entropy_fwd_bwd_(logits, targets, scale);
+#endif
+  const int64_t n = logits.size(0);
+  at::Tensor lf = logits.to(at::kFloat);
+  at::Tensor valid = targets.ne(-100);
+  at::Tensor safe = targets.clamp_min(0).unsqueeze(1);
+  at::Tensor lse = at::logsumexp(lf, {1}, /*keepdim=*/true);
+  at::Tensor loss = ((lse - lf.gather(1, safe)).squeeze(1) * valid).sum();
+  // d(loss * scale) / dlogits = scale * (softmax - onehot) on rows with a target, 0 elsewhere.
+  at::Tensor p = lf.sub_(lse).exp_();
+  p.scatter_add_(1, safe, at::full({n, 1}, -1.0, p.options()));
+  p.mul_((valid.to(at::kFloat) * scale).unsqueeze(1));
+  logits.copy_(p);
+  return loss;
+}
+
+void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
+           bool inverse) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(qkv)) return cuda::rope_(qkv, cos, sin, nh, nkv, hd, inverse);
+#endif
+  const int64_t N = qkv.size(0), half = hd / 2;
+  // [N, nh + nkv, hd]: the q and k heads, rotated together.
+  at::Tensor x = qkv.narrow(1, 0, (nh + nkv) * hd).view({N, nh + nkv, hd});
+  at::Tensor c = cos.view({N, 1, hd}).to(at::kFloat), s = sin.view({N, 1, hd}).to(at::kFloat);
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor x1 = xf.narrow(-1, 0, half), x2 = xf.narrow(-1, half, half);
+  // forward: out = x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1].
+  // inverse: out = x * cos - rotate_half(x) * sin... as the transpose: [x1 c1 + x2 s2, x2 c2 - x1 s1].
+  at::Tensor c1 = c.narrow(-1, 0, half), c2 = c.narrow(-1, half, half);
+  at::Tensor s1 = s.narrow(-1, 0, half), s2 = s.narrow(-1, half, half);
+  at::Tensor o1, o2;
+  if (!inverse) {
+    o1 = x1 * c1 - x2 * s1;
+    o2 = x2 * c2 + x1 * s2;
+  } else {
+    o1 = x1 * c1 + x2 * s2;
+    o2 = x2 * c2 - x1 * s1;
+  }
+  x.copy_(at::cat({o1, o2}, -1));
+}
+
+}  // namespace air::train::ops

@@ -1,0 +1,57 @@
+// The seam between the training loop and where parameters live. LocalEngine keeps the whole model on one
+// device (one process). The FSDP engine implements the same interface with sharded parameters: it gathers
+// each block before block_forward, reduce-scatters gradients, clips from the shards, steps AdamW on its
+// shard, and gathers unit by unit when saving. The loop (trainer.cc) never knows which one it drives.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include "trainer/checkpoint/hf_checkpoint.h"
+#include "trainer/config.h"
+#include "trainer/batches.h"
+#include "trainer/model/llama_config.h"
+#include "trainer/model/model.h"
+
+namespace air::train {
+
+struct EngineSetup {
+  TrainConfig config;
+  LlamaConfig model_config;
+  std::string model_dir;
+  at::Device device = at::kCPU;
+  at::ScalarType compute_dtype = at::kFloat;  // what blocks compute in
+  at::ScalarType master_dtype = at::kFloat;   // parameters, gradients, optimizer state
+  int64_t rank = 0, world_size = 1, local_rank = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Forward and backward of one micro-batch (CPU tensors; the engine moves them). The summed loss of its
+  // targets is multiplied by loss_scale (1 / global target tokens of the step) before backward. Returns
+  // the unscaled summed loss, detached, fp32 on the device (no host synchronisation).
+  virtual at::Tensor forward_backward(const MicroBatch& mb, double loss_scale) = 0;
+  // Completes the step's gradients, clips them to max_norm (0: no clipping) and returns the global norm
+  // before clipping (0-dim fp32 on the device).
+  virtual at::Tensor clip_grad_norm(double max_norm) = 0;
+  virtual void optimizer_step(double lr) = 0;
+  virtual void zero_grad() = 0;
+  // Sum over ranks (the loss for logging). Identity for one process.
+  virtual at::Tensor all_reduce_sum(const at::Tensor& t) = 0;
+  // Writes the consolidated checkpoint; every rank calls it, rank 0 writes.
+  virtual void save(const SaveOptions& o) = 0;
+  virtual std::string describe() const = 0;  // one line for the start-up banner
+  // Decisions made during the first step (e.g. which blocks recompute), printed after it; may be empty.
+  virtual std::string after_first_step() const { return ""; }
+};
+
+// Builds the parameters on `device` in `dtype`: the checkpoint's weights (init: pretrained) or HF's random
+// initialisation from the seed (init: random).
+LlamaModel build_model(const EngineSetup& s, at::Device device, at::ScalarType dtype);
+
+std::unique_ptr<Engine> make_local_engine(const EngineSetup& s);
+
+}  // namespace air::train

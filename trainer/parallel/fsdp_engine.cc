@@ -1,0 +1,274 @@
+// The FSDP engine: builds the Llama model on the CPU, shards it unit by unit onto the device (root unit
+// first, then the blocks, so prefetching follows the forward order), and runs each micro-batch as
+// embed -> blocks -> head + loss, every piece a checkpointed FSDP unit.
+// Until the trainer's model and checkpoint code is in the tree, this file compiles to nothing.
+#if __has_include("trainer/parallel/engine.h")
+#include "trainer/parallel/fsdp_engine.h"
+
+#include <ATen/Context.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/base/error.h"
+#include "trainer/model/block.h"
+#include "trainer/parallel/dist.h"
+#include "trainer/parallel/fsdp.h"
+#include "trainer/metrics.h"
+#include "trainer/model/ops.h"
+
+namespace air::train {
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// AIR_TRAIN_WORLD1_NCCL=1: at world 1, run the gathers and reduce-scatters anyway, over a real NCCL group
+// on a GPU, so that a profiler trace on one GPU shows the communication several GPUs overlap with compute.
+bool world1_collectives() {
+  const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
+  return force && std::string(force) == "1";
+}
+
+// NCCL on GPUs, Gloo on CPUs; one process needs no process group at all (collectives are skipped) unless
+// world1_collectives() asks for them.
+DistBackend pick_backend(const EngineSetup& s) {
+  const bool world1 = dist_env_from_environment().world_size == 1;
+  if (world1 && !world1_collectives()) return DistBackend::kGloo;
+  return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
+}
+
+// AIR_TRAIN_SM_CARVEOUT=N: cuBLAS GEMMs leave N streaming multiprocessors free, so that communication
+// kernels (NCCL's, or a device copy) can run beside them instead of waiting for a GEMM that holds every SM.
+// An experiment for the N-GPU overlap (docs/performance.md); off by default.
+void apply_sm_carveout() {
+  const char* v = std::getenv("AIR_TRAIN_SM_CARVEOUT");
+  if (!v || !*v) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  at::globalContext()._setSMCarveout_EXPERIMENTAL(std::atoi(v));
+#endif
+}
+
+class FsdpEngine : public ShardedEngine {
+ public:
+  explicit FsdpEngine(const EngineSetup& s)
+      : s_(s),
+        dist_(Dist::init(dist_env_from_environment(), pick_backend(s))),
+        // Built where it trains (a GPU initialises 8B random weights in seconds), then sharded unit by unit.
+        model_(build_model(s, s.device, s.compute_dtype)),
+        rope_(s.model_config, s.device) {
+    FsdpConfig fc;
+    fc.param_dtype = s.compute_dtype;
+    fc.master_dtype = s.master_dtype;
+    fc.reduce_dtype = at::kFloat;
+    fc.device = s.device;
+    // Every rank builds the same weights (same files or same seed): no broadcast needed.
+    fc.sync_module_states = false;
+    if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
+    fc.fused_adamw = s.config.fused_adamw != "off";
+    fc.world1_collectives = world1_collectives();
+    apply_sm_carveout();
+    // The head's logits chunk: about 1 GiB of bf16 logits at a time (one chunk for 4 x 1024 rows at 128k vocab).
+    chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, s.model_config.vocab_size));
+    fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
+
+    model_.set_requires_grad(true);
+    NamedTensors root;
+    std::vector<NamedTensors> blocks(model_.blocks().size());
+    for (auto& [name, t] : model_.named_parameters()) {
+      if (starts_with(name, "model.layers.")) {
+        size_t layer = std::stoul(name.substr(13));
+        blocks.at(layer).emplace_back(name, t);
+      } else {
+        root.emplace_back(name, t);
+      }
+    }
+    fsdp_->add_unit("root", root);
+    for (size_t l = 0; l < blocks.size(); ++l) fsdp_->add_unit("layer" + std::to_string(l), blocks[l]);
+  }
+
+  // One micro-batch, forward then backward, written out (trainer/model/block.h): no autograd graph over the
+  // model, weights read from the units' flat buffers, gradients accumulated by the GEMMs into the units'
+  // gradient buffers. Blocks chosen for recomputation keep only their input.
+  at::Tensor forward_backward(const MicroBatch& mb, double loss_scale) override {
+    at::NoGradGuard no_grad;
+    const auto dev = s_.device;
+    const LlamaConfig& c = s_.model_config;
+    const int64_t B = mb.input_ids.size(0), T = mb.input_ids.size(1), N = B * T;
+    const size_t L = model_.blocks().size();
+    const bool sharded = fsdp_->collectives();
+    if (recompute_.empty()) choose_recomputation(N);
+    at::Tensor ids = mb.input_ids.to(dev).reshape({N});
+    at::Tensor targets = mb.targets.to(dev).reshape({N});
+    AttnPlan plan = make_attn_plan(c, rope_.inv_freq(), mb.positions, mb.segments, s_.compute_dtype, dev);
+    if (fsdp_->config().grad_sync == GradSync::kOncePerStep)
+      fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
+
+    RootView root = root_view(fsdp_->acquire(0));
+    if (sharded) fsdp_->prefetch(1);
+    at::Tensor h = at::embedding(root.embed, ids);
+    std::vector<at::Tensor> inputs(L);
+    saved_.resize(L);
+    for (size_t l = 0; l < L; ++l) {
+      // Wait for this unit's gather before the next one is issued: the wait then names this gather's
+      // completion, and the next gather still starts before this block's kernels are queued.
+      BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
+      inputs[l] = h;
+      h = block_fwd(c, w, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      fsdp_->release_gathered(1 + l);
+    }
+    RootView groot = root_view(fsdp_->grad_buffer(0));
+    if (sharded) fsdp_->prefetch(L);
+    HeadResult head =
+        head_loss_fwd_bwd(c, h, root.norm, root.head, targets, loss_scale, groot.norm, groot.head, chunk_rows_);
+    h = at::Tensor();
+    at::Tensor dh = head.dh;
+    for (size_t l = L; l-- > 0;) {
+      BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      if (sharded && l > 0) fsdp_->prefetch(l);
+      if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l]);
+      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan);
+      inputs[l] = at::Tensor();
+      fsdp_->reduce_grad(1 + l);
+      fsdp_->release_gathered(1 + l);
+    }
+    groot.embed.index_add_(0, ids, dh);
+    fsdp_->reduce_grad(0);
+    fsdp_->release_gathered(0);
+    return head.loss_sum;
+  }
+
+  at::Tensor clip_grad_norm(double max_norm) override {
+    return max_norm > 0 ? fsdp_->clip_grad_norm(max_norm) : fsdp_->grad_norm();
+  }
+
+  void optimizer_step(double lr) override {
+    const auto& c = s_.config;
+    fsdp_->step({lr, c.betas[0], c.betas[1], c.eps, c.weight_decay});
+  }
+
+  void zero_grad() override {
+    fsdp_->zero_grad();
+    micro_batches_ = 0;
+  }
+
+  at::Tensor all_reduce_sum(const at::Tensor& t) override {
+    at::Tensor out = t.clone();
+    dist_->all_reduce_sum(out);
+    return out;
+  }
+
+  // Unit by unit: every rank joins each all-gather; rank 0 streams the tensors to the writer in
+  // checkpoint order (the root unit's norm and lm_head wait on the CPU until the blocks are written).
+  void save(const SaveOptions& o) override {
+    std::unique_ptr<CheckpointSaver> saver;
+    if (dist_->rank() == 0) saver = std::make_unique<CheckpointSaver>(s_.model_config, o);
+    std::map<std::string, at::Tensor> waiting;
+    size_t next = 0;
+    for (size_t u = 0; u < fsdp_->units().size(); ++u) {
+      NamedTensors full = fsdp_->gather_full_params(u, o.dtype, dist_->rank() == 0);
+      if (!saver) continue;
+      for (auto& [name, t] : full) waiting[name] = t;
+      const auto& specs = saver->specs();
+      while (next < specs.size() && waiting.count(specs[next].name)) {
+        saver->write(specs[next].name, waiting[specs[next].name]);
+        waiting.erase(specs[next].name);
+        ++next;
+      }
+    }
+    if (saver) saver->commit();
+    dist_->barrier();
+  }
+
+  void save_sharded(const std::string& dir, const LoopState& loop) override {
+    save_sharded_checkpoint(*fsdp_, dir, loop);
+  }
+
+  bool load_sharded(const std::string& dir, LoopState& loop) override {
+    return load_sharded_checkpoint(*fsdp_, dir, loop);
+  }
+
+  // The root unit's tensors as views into its flat buffer (head = embeddings when tied).
+  struct RootView {
+    at::Tensor embed, norm, head;
+  };
+  RootView root_view(const at::Tensor& flat) const {
+    RootView v;
+    for (const auto& p : fsdp_->units()[0]->params) {
+      at::Tensor t = flat.narrow(0, p.offset, p.numel).view(p.shape);
+      if (p.name == "model.embed_tokens.weight") v.embed = t;
+      else if (p.name == "model.norm.weight") v.norm = t;
+      else if (p.name == "lm_head.weight") v.head = t;
+    }
+    if (!v.head.defined()) v.head = v.embed;
+    return v;
+  }
+
+  // Which blocks recompute their activations in backward: the setting, or with auto as many blocks keep
+  // theirs as the free device memory holds after the weights, gradients and optimizer state (measured,
+  // with room left for the head's logits chunk and one block's transient buffers).
+  void choose_recomputation(int64_t tokens) {
+    const LlamaConfig& c = s_.model_config;
+    const size_t L = model_.blocks().size();
+    const auto& mode = s_.config.activation_checkpointing;
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(s_.compute_dtype));
+    per_block_ = block_saved_bytes(c, tokens, elem);
+    size_t keep = L;
+    if (mode == "true") keep = 0;
+    if (mode == "auto" && s_.device.is_cuda()) {
+      free_bytes_ = free_device_memory(s_.device);
+      const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 + 6 * tokens * c.intermediate_size * elem +
+                                tokens * c.hidden_size * elem * 8 + (int64_t{3} << 30);
+      const int64_t budget = free_bytes_ - transient;
+      keep = budget <= 0 ? 0 : std::min<size_t>(L, static_cast<size_t>(budget / std::max<int64_t>(1, per_block_)));
+    }
+    recompute_.assign(L, false);
+    for (size_t l = 0; l < L - keep; ++l) recompute_[l] = true;
+    recomputed_ = L - keep;
+  }
+
+  std::string after_first_step() const override {
+    std::string out = "recompute: " + std::to_string(recomputed_) + " of " + std::to_string(recompute_.size()) +
+                      " blocks (activation_checkpointing: " + s_.config.activation_checkpointing + "; " +
+                      std::to_string(per_block_ >> 20) + " MiB of activations per block";
+    if (free_bytes_ >= 0) out += ", " + std::to_string(free_bytes_ >> 20) + " MiB free before the first step";
+    return out + ")";
+  }
+
+  std::string describe() const override {
+    int64_t shard = 0;
+    for (auto& u : fsdp_->units()) shard += u->shard_numel;
+    return "fsdp engine: " + std::to_string(dist_->world_size()) + " ranks over " + dist_->backend_name() + ", " +
+           std::to_string(fsdp_->units().size()) + " units (root + " + std::to_string(model_.blocks().size()) +
+           " blocks), " + std::to_string(shard) + " parameters per rank, master " + c10::toString(s_.master_dtype) +
+           ", compute " + c10::toString(s_.compute_dtype) + ", gradients reduce-scattered " +
+           (fsdp_->config().grad_sync == GradSync::kOncePerStep ? "once per step" : "every micro-batch") +
+           " in fp32, attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
+           (dist_->world_size() == 1 && fsdp_->collectives() ? ", gathers and reduce-scatters run at world 1" : "") +
+           ", activation recomputation " + s_.config.activation_checkpointing +
+           " (decided at the first micro-batch; see the recompute line)";
+  }
+
+ private:
+  EngineSetup s_;
+  std::unique_ptr<Dist> dist_;
+  LlamaModel model_;
+  Rope rope_;
+  std::unique_ptr<Fsdp> fsdp_;
+  int64_t micro_batches_ = 0;
+  std::vector<BlockSaved> saved_;
+  std::vector<bool> recompute_;
+  size_t recomputed_ = 0;
+  int64_t per_block_ = 0, free_bytes_ = -1;
+  int64_t chunk_rows_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<ShardedEngine> make_fsdp_engine(const EngineSetup& s) { return std::make_unique<FsdpEngine>(s); }
+
+}  // namespace air::train
+
+#endif  // __has_include("trainer/parallel/engine.h")

@@ -1,0 +1,387 @@
+// Reads a Hugging Face tokenizer.json into Tokenizer::Impl. Everything we cannot reproduce exactly is
+// refused with an error that names the file and the JSON path, rather than silently encoding differently.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <unordered_set>
+#include <sstream>
+#include <stdexcept>
+
+#include "trainer/tokenizer/byte_level.h"
+#include "trainer/tokenizer/impl.h"
+
+namespace air::train {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int32_t kMaxVocab = 1 << 24;
+
+class Loader {
+ public:
+  explicit Loader(std::string name) : name_(std::move(name)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+    throw std::runtime_error(name_ + ": " + path + ": " + message);
+  }
+
+  const Json& member(const Json& obj, const std::string& path, const char* key) const {
+    if (!obj.is_object()) fail(path, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, std::string("missing \"") + key + "\"");
+    return *it;
+  }
+
+  bool flag(const Json& obj, const std::string& path, const char* key, bool fallback) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) fail(path + "." + key, "expected true or false");
+    return it->get<bool>();
+  }
+
+  std::string string_at(const Json& v, const std::string& path) const {
+    if (!v.is_string()) fail(path, "expected a string");
+    return v.get<std::string>();
+  }
+
+  int32_t id_at(const Json& v, const std::string& path) const {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxVocab) {
+      fail(path, "expected a token id (an integer from 0 to " + std::to_string(kMaxVocab - 1) + ")");
+    }
+    return static_cast<int32_t>(v.get<int64_t>());
+  }
+
+  std::string type_of(const Json& obj, const std::string& path) const {
+    return string_at(member(obj, path, "type"), path + ".type");
+  }
+
+  void load(const Json& root, Tokenizer::Impl& t);
+
+ private:
+  void load_vocab(const Json& model, Tokenizer::Impl& t, std::unordered_map<std::string, int32_t>& vocab);
+  std::vector<BpeMerge> load_merges(const Json& model, const std::unordered_map<std::string, int32_t>& vocab);
+  void load_model(const Json& model, Tokenizer::Impl& t);
+  void load_added(const Json& list, Tokenizer::Impl& t);
+  void check_normalizer(const Json& root);
+  void load_pre_tokenizer(const Json& pre, const std::string& path, Tokenizer::Impl& t);
+  void load_post_processor(const Json& post, const std::string& path, Tokenizer::Impl& t);
+  void check_decoder(const Json& root);
+  void set_token(Tokenizer::Impl& t, int32_t id, const std::string& text);
+
+  std::string name_;
+};
+
+void Loader::set_token(Tokenizer::Impl& t, int32_t id, const std::string& text) {
+  if (static_cast<size_t>(id) >= t.tokens.size()) {
+    t.tokens.resize(id + 1);
+    t.token_bytes.resize(id + 1);
+    t.present.resize(id + 1, 0);
+    t.special.resize(id + 1, 0);
+  }
+  t.tokens[id] = text;
+  // The ByteLevel decoder maps a token's characters back to bytes, or keeps the token's own UTF-8
+  // when one character is outside the byte alphabet.
+  t.token_bytes[id] = byte_level_to_bytes(text).value_or(text);
+  t.present[id] = 1;
+}
+
+void Loader::load_vocab(const Json& model, Tokenizer::Impl& t,
+                        std::unordered_map<std::string, int32_t>& vocab) {
+  const Json& v = member(model, "model", "vocab");
+  if (!v.is_object()) fail("model.vocab", "expected an object mapping tokens to ids");
+  std::unordered_map<int32_t, std::string> seen;
+  seen.reserve(v.size());
+  vocab.reserve(v.size());
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    int32_t id = id_at(it.value(), "model.vocab[\"" + it.key() + "\"]");
+    auto [prev, fresh] = seen.emplace(id, it.key());
+    if (!fresh) fail("model.vocab", "id " + std::to_string(id) + " is given to both \"" + prev->second +
+                                        "\" and \"" + it.key() + "\"");
+    vocab.emplace(it.key(), id);
+    set_token(t, id, it.key());
+    t.by_token[it.key()] = id;
+  }
+}
+
+std::vector<BpeMerge> Loader::load_merges(const Json& model,
+                                          const std::unordered_map<std::string, int32_t>& vocab) {
+  const Json& m = member(model, "model", "merges");
+  if (!m.is_array()) fail("model.merges", "expected an array");
+  std::vector<BpeMerge> merges;
+  merges.reserve(m.size());
+  for (size_t i = 0; i < m.size(); ++i) {
+    std::string path = "model.merges[" + std::to_string(i) + "]";
+    std::string a, b;
+    if (m[i].is_string()) {
+      // Byte-level tokens never hold a real space, so "a b" splits unambiguously.
+      const std::string& s = m[i].get_ref<const std::string&>();
+      size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
+        fail(path, "expected \"left right\" (two tokens separated by one space), got \"" + s + "\"");
+      }
+      a = s.substr(0, sp);
+      b = s.substr(sp + 1);
+    } else if (m[i].is_array() && m[i].size() == 2 && m[i][0].is_string() && m[i][1].is_string()) {
+      a = m[i][0].get<std::string>();
+      b = m[i][1].get<std::string>();
+    } else {
+      fail(path, "expected \"left right\" or [\"left\", \"right\"]");
+    }
+    auto ia = vocab.find(a), ib = vocab.find(b), ir = vocab.find(a + b);
+    for (auto [it, tok] : {std::pair{ia, &a}, std::pair{ib, &b}}) {
+      if (it == vocab.end()) fail(path, "token \"" + *tok + "\" is not in model.vocab");
+    }
+    if (ir == vocab.end()) fail(path, "the merged token \"" + a + b + "\" is not in model.vocab");
+    merges.push_back({ia->second, ib->second, ir->second});
+  }
+  return merges;
+}
+
+void Loader::load_model(const Json& model, Tokenizer::Impl& t) {
+  if (!model.is_object()) fail("model", "expected an object");
+  auto type = model.contains("type") ? type_of(model, "model") : std::string("BPE");
+  if (type != "BPE") fail("model.type", "\"" + type + "\" is not supported (only byte-level \"BPE\")");
+  if (model.contains("dropout") && !model["dropout"].is_null() &&
+      !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0)) {
+    fail("model.dropout", "BPE dropout is not supported (it makes encoding random)");
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (model.contains(key) && !model[key].is_null() && model[key] != "") {
+      fail(std::string("model.") + key, "is not supported with byte-level BPE");
+    }
+  }
+  if (flag(model, "model", "byte_fallback", false)) {
+    fail("model.byte_fallback", "is not supported (byte-level BPE never needs it)");
+  }
+  std::unordered_map<std::string, int32_t> vocab;
+  load_vocab(model, t, vocab);
+  std::vector<BpeMerge> merges = load_merges(model, vocab);
+
+  BpeModelOptions options;
+  options.ignore_merges = flag(model, "model", "ignore_merges", false);
+  options.fuse_unk = flag(model, "model", "fuse_unk", false);
+  if (model.contains("unk_token") && !model["unk_token"].is_null()) {
+    std::string unk = string_at(model["unk_token"], "model.unk_token");
+    auto it = vocab.find(unk);
+    if (it == vocab.end()) fail("model.unk_token", "\"" + unk + "\" is not in model.vocab");
+    options.unk_id = it->second;
+  }
+  // The model works on raw bytes; tokens outside the byte alphabet can never be produced, so drop them.
+  std::unordered_map<std::string, int32_t> raw;
+  raw.reserve(vocab.size());
+  for (auto& [tok, id] : vocab) {
+    if (auto bytes = byte_level_to_bytes(tok)) raw.emplace(std::move(*bytes), id);
+  }
+  t.model = std::make_unique<BpeModel>(std::move(raw), merges, options);
+}
+
+// Ids follow Hugging Face's AddedVocabulary, not the "id" fields: a content already in the vocabulary keeps
+// that id, a repeated content keeps its first id (later flags win), anything else takes the next id
+// after the vocabulary. For well-formed files (Llama 3, ours) the two agree.
+void Loader::load_added(const Json& list, Tokenizer::Impl& t) {
+  if (list.is_null()) return;
+  if (!list.is_array()) fail("added_tokens", "expected an array");
+  const auto model_size = static_cast<int32_t>(t.by_token.size());  // only the vocabulary so far
+  std::unordered_map<std::string, int32_t> assigned;
+  std::map<int32_t, AddedToken> by_id;
+  std::unordered_set<std::string> special;
+  int32_t max_id = -1;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string path = "added_tokens[" + std::to_string(i) + "]";
+    const Json& e = list[i];
+    AddedToken a;
+    id_at(member(e, path, "id"), path + ".id");  // validated, but see above
+    a.content = string_at(member(e, path, "content"), path + ".content");
+    if (a.content.empty()) fail(path + ".content", "an added token cannot be empty");
+    a.special = flag(e, path, "special", false);
+    a.lstrip = flag(e, path, "lstrip", false);
+    a.rstrip = flag(e, path, "rstrip", false);
+    a.single_word = flag(e, path, "single_word", false);
+    a.normalized = flag(e, path, "normalized", !a.special);
+    if (auto it = assigned.find(a.content); it != assigned.end()) {
+      a.id = it->second;
+    } else if (auto v = t.by_token.find(a.content); v != t.by_token.end()) {
+      a.id = v->second;
+    } else {
+      a.id = max_id < 0 ? model_size : (max_id >= model_size ? max_id + 1 : model_size);
+    }
+    assigned[a.content] = a.id;
+    max_id = std::max(max_id, a.id);
+    if (a.special) special.insert(a.content);
+    by_id[a.id] = std::move(a);
+  }
+  for (auto& [id, a] : by_id) {
+    a.special = special.count(a.content) > 0;
+    t.added.push_back(a);
+  }
+  for (const AddedToken& a : t.added) {
+    set_token(t, a.id, a.content);
+    t.special[a.id] = a.special ? 1 : 0;
+    t.by_token[a.content] = a.id;
+    (a.normalized ? t.normalized_matcher : t.raw_matcher).add(&a);
+  }
+}
+
+void Loader::check_normalizer(const Json& root) {
+  auto it = root.find("normalizer");
+  if (it == root.end() || it->is_null()) return;
+  std::string type = type_of(*it, "normalizer");
+  if (type == "Sequence" && it->contains("normalizers") && (*it)["normalizers"].empty()) return;
+  fail("normalizer.type", "\"" + type + "\" is not supported (byte-level BPE tokenizers use none)");
+}
+
+void Loader::load_pre_tokenizer(const Json& pre, const std::string& path, Tokenizer::Impl& t) {
+  std::string type = type_of(pre, path);
+  if (type == "Sequence") {
+    const Json& list = member(pre, path, "pretokenizers");
+    if (!list.is_array()) fail(path + ".pretokenizers", "expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      load_pre_tokenizer(list[i], path + ".pretokenizers[" + std::to_string(i) + "]", t);
+    }
+    return;
+  }
+  bool after_byte_level = !t.steps.empty() && t.steps.back().kind == PreTokenizerStep::Kind::kByteLevel;
+  if (after_byte_level) fail(path, "nothing may follow the ByteLevel pre-tokenizer");
+  PreTokenizerStep step;
+  if (type == "Split") {
+    const Json& pattern = member(pre, path, "pattern");
+    bool literal = pattern.is_object() && pattern.contains("String");
+    const char* key = literal ? "String" : "Regex";
+    std::string text = string_at(member(pattern, path + ".pattern", key), path + ".pattern." + key);
+    std::string behavior = string_at(member(pre, path, "behavior"), path + ".behavior");
+    if (behavior != "Isolated") fail(path + ".behavior", "\"" + behavior + "\" is not supported (only \"Isolated\")");
+    if (flag(pre, path, "invert", false)) fail(path + ".invert", "true is not supported");
+    try {
+      step.regex = std::make_shared<SplitRegex>(text, literal);
+    } catch (const std::invalid_argument& e) {
+      fail(path + ".pattern." + key, e.what());
+    }
+  } else if (type == "ByteLevel") {
+    step.kind = PreTokenizerStep::Kind::kByteLevel;
+    step.add_prefix_space = flag(pre, path, "add_prefix_space", true);
+    if (flag(pre, path, "use_regex", true)) step.regex = std::make_shared<SplitRegex>(kGpt2Pattern, false);
+  } else {
+    fail(path + ".type", "\"" + type + "\" is not supported (only Split, ByteLevel and Sequence)");
+  }
+  t.steps.push_back(std::move(step));
+}
+
+void Loader::load_post_processor(const Json& post, const std::string& path, Tokenizer::Impl& t) {
+  if (post.is_null()) return;
+  std::string type = type_of(post, path);
+  if (type == "Sequence") {
+    const Json& list = member(post, path, "processors");
+    if (!list.is_array()) fail(path + ".processors", "expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      load_post_processor(list[i], path + ".processors[" + std::to_string(i) + "]", t);
+    }
+    return;
+  }
+  if (type == "ByteLevel") return;  // it only adjusts offsets, never ids
+  if (type != "TemplateProcessing") {
+    fail(path + ".type", "\"" + type + "\" is not supported (only TemplateProcessing, ByteLevel, Sequence)");
+  }
+  const Json& single = member(post, path, "single");
+  const Json& specials = member(post, path, "special_tokens");
+  if (!single.is_array()) fail(path + ".single", "expected an array");
+  bool seen_sequence = false;
+  for (size_t i = 0; i < single.size(); ++i) {
+    std::string ipath = path + ".single[" + std::to_string(i) + "]";
+    if (single[i].contains("Sequence")) {
+      std::string seq = string_at(member(single[i]["Sequence"], ipath + ".Sequence", "id"), ipath + ".Sequence.id");
+      if (seq != "A" || seen_sequence) fail(ipath, "a single-sequence template holds $A exactly once");
+      seen_sequence = true;
+      continue;
+    }
+    std::string name = string_at(member(member(single[i], ipath, "SpecialToken"), ipath + ".SpecialToken", "id"),
+                                 ipath + ".SpecialToken.id");
+    const Json& entry = member(specials, path + ".special_tokens", name.c_str());
+    const Json& ids = member(entry, path + ".special_tokens[\"" + name + "\"]", "ids");
+    if (!ids.is_array()) fail(path + ".special_tokens[\"" + name + "\"].ids", "expected an array");
+    for (const Json& id : ids) {
+      (seen_sequence ? t.template_suffix : t.template_prefix)
+          .push_back(id_at(id, path + ".special_tokens[\"" + name + "\"].ids"));
+    }
+  }
+  if (!seen_sequence) fail(path + ".single", "the template has no $A");
+}
+
+void Loader::check_decoder(const Json& root) {
+  const Json& dec = member(root, "(top level)", "decoder");
+  if (dec.is_null()) fail("decoder", "null is not supported (byte-level BPE needs the ByteLevel decoder)");
+  std::string type = type_of(dec, "decoder");
+  if (type != "ByteLevel") fail("decoder.type", "\"" + type + "\" is not supported (only ByteLevel)");
+}
+
+void Loader::load(const Json& root, Tokenizer::Impl& t) {
+  if (!root.is_object()) fail("(top level)", "expected a JSON object");
+  t.name = name_;
+  load_model(member(root, "(top level)", "model"), t);
+  load_added(root.value("added_tokens", Json()), t);
+  check_normalizer(root);
+  const Json& pre = member(root, "(top level)", "pre_tokenizer");
+  if (pre.is_null()) fail("pre_tokenizer", "null is not supported (byte-level BPE needs ByteLevel)");
+  load_pre_tokenizer(pre, "pre_tokenizer", t);
+  if (t.steps.empty() || t.steps.back().kind != PreTokenizerStep::Kind::kByteLevel) {
+    fail("pre_tokenizer", "must end with a ByteLevel pre-tokenizer (byte-level BPE)");
+  }
+  load_post_processor(root.value("post_processor", Json()), "post_processor", t);
+  check_decoder(root);
+  t.word_char = std::make_shared<SplitRegex>(R"(^\w)", false);
+}
+
+// Well-known names, for files whose template does not say (the CLI may override via tokenizer_config.json).
+std::optional<int32_t> find_any(const Tokenizer::Impl& t, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    auto it = t.by_token.find(n);
+    if (it != t.by_token.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void AddedTokenMatcher::add(const AddedToken* token) {
+  auto& list = by_first_byte_[static_cast<unsigned char>(token->content[0])];
+  list.push_back(token);
+  std::stable_sort(list.begin(), list.end(),
+                   [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
+  ++count_;
+}
+
+const AddedToken* AddedTokenMatcher::find(std::string_view text, size_t from, size_t& at) const {
+  if (count_ == 0) return nullptr;
+  for (size_t i = from; i < text.size(); ++i) {
+    const auto& list = by_first_byte_[static_cast<unsigned char>(text[i])];
+    for (const AddedToken* tok : list) {
+      if (text.compare(i, tok->content.size(), tok->content) == 0) {
+        at = i;
+        return tok;
+      }
+    }
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Tokenizer::Impl> load_tokenizer_json(const std::string& json_text, const std::string& name) {
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    // Drop the library's "[json.exception.parse_error.101] " prefix.
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    throw std::runtime_error(name + ": not valid JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
+  }
+  auto t = std::make_unique<Tokenizer::Impl>();
+  Loader(name).load(root, *t);
+  t->bos = t->template_prefix.empty() ? find_any(*t, {"<|begin_of_text|>", "<s>", "<|startoftext|>", "<bos>"})
+                                      : std::optional<int32_t>(t->template_prefix.front());
+  t->eos = find_any(*t, {"<|end_of_text|>", "</s>", "<|endoftext|>", "<eos>"});
+  t->pad = find_any(*t, {"<|pad|>", "<pad>", "[PAD]"});
+  return t;
+}
+
+}  // namespace air::train

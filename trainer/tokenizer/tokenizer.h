@@ -1,0 +1,47 @@
+// A Hugging Face tokenizer.json loader and byte-level BPE encoder/decoder (Llama 3 style), no libtorch.
+// Gives exactly the ids of Hugging Face's `tokenizers` for the byte-level BPE models we support.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace air::train {
+
+class Tokenizer {
+ public:
+  // Loads tokenizer.json; throws std::runtime_error naming the file and the problem.
+  static Tokenizer from_file(const std::string& path);
+  static Tokenizer from_json_text(const std::string& json_text, const std::string& name = "tokenizer.json");
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // Encodes text; special/added tokens written in the text are recognised (HF behaviour).
+  // add_bos prepends the BOS token when the tokenizer has one: it applies the post-processor's template
+  // (Llama 3: BOS before the text), as HF's add_special_tokens=True does; no template, nothing added.
+  // Thread-safe. Bytes that are not valid UTF-8 are encoded byte by byte, never rejected.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos = false) const;
+  // Invalid UTF-8 in the result becomes U+FFFD (as HF); an unknown id throws std::runtime_error.
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
+
+  int32_t vocab_size() const;  // including added tokens (max id + 1)
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
+  std::optional<int32_t> pad_id() const;
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // The token's text as written in tokenizer.json (byte-level characters); nullopt for unknown ids.
+  std::optional<std::string> id_to_token(int32_t id) const;
+  bool is_special(int32_t id) const;  // a special added token (skipped by decode(..., true))
+
+  struct Impl;  // opaque; defined in trainer/tokenizer/impl.h for the library's own files
+
+ private:
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace air::train
