@@ -9,7 +9,7 @@
 # curve: the 300-step 1B loss curve beside the reference recipe on the same rows (bench/loss_curve.py, PNG);
 # trace: profiler traces at world 1 over NCCL with the collectives of N GPUs, read by bench/fsdp_trace.py.
 # fp8: build, the FP8 GEMM check (air-train-check --fp8), our bf16 and fp8 rows (RUNS, default below), then
-# AIR_FP8_CURVE_STEPS (default 0: none) steps of the 1B shape in bf16 and in fp8 on the same rows
+# AIR_FP8_CURVE_STEPS (default 0: none) steps of the AIR_FP8_CURVE_SHAPE (default 1b) shape in bf16 and in fp8 on the same rows
 # (bench/fp8_curve.py). Run names: bench/trainer_bench.py (fp8, rowwise, seq=N, mb=N, acc=N, outside=K).
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
@@ -91,9 +91,10 @@ stamp "air-train: $runs"
 python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$runs" --json "$OUT/ours.json" \
   2>&1 | tee "$OUT/ours.log"
 if [ "$what" = fp8 ] && [ "${AIR_FP8_CURVE_STEPS:-0}" -gt 0 ]; then
-  stamp "fp8 loss curve: ${AIR_FP8_CURVE_STEPS} steps of the 1B shape, bf16 and fp8 on the same rows"
+  stamp "fp8 loss curve: ${AIR_FP8_CURVE_STEPS} steps of the ${AIR_FP8_CURVE_SHAPE:-1b} shape, bf16 and fp8 on the same rows"
   python3 "$root/bench/fp8_curve.py" --bin "$bin" --data "$root/bench-data" --out "$OUT" \
-    --steps "$AIR_FP8_CURVE_STEPS" --window "${AIR_FP8_CURVE_WINDOW:-50}" 2>&1 | tee "$OUT/fp8_curve.log"
+    --steps "$AIR_FP8_CURVE_STEPS" --window "${AIR_FP8_CURVE_WINDOW:-50}" --shape "${AIR_FP8_CURVE_SHAPE:-1b}" \
+    2>&1 | tee "$OUT/fp8_curve.log"
 fi
 stamp "done"
 python3 "$root/bench/trainer_table.py" "$OUT" | tee "$OUT/table.md"
