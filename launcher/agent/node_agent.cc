@@ -30,6 +30,10 @@
 
 namespace air::launcher {
 
+using logs::LogTail;
+using logs::RedactingFramer;
+using logs::unix_time_ms;
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
