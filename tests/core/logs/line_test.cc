@@ -1,7 +1,7 @@
 // The log line's one home: parsing, classification, and the run page's copy of the tables (web/patterns.js).
 #include "core/logs/line.h"
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
