@@ -121,7 +121,7 @@ TEST_CASE("the page's files are embedded: index.html loads app.js as a module, n
   std::string html(reinterpret_cast<const char*>(index->data), index->size);
   CHECK(html.find("src=\"/web/app.js\"") != std::string::npos);
   CHECK(html.find("http") == std::string::npos);  // nothing from elsewhere
-  for (const char* name : {"app.js", "api.js", "logview.js", "chart.js", "charts.js", "run.js", "runs.js", "style.css"})
+  for (const char* name : {"app.js", "api.js", "logview.js", "metric_chart.js", "charts_panel.js", "run_page.js", "runs_page.js", "style.css"})
     CHECK(find_web_asset(name) != nullptr);
   CHECK(find_web_asset("../CMakeLists.txt") == nullptr);
 }
