@@ -1,5 +1,5 @@
 // The gang scheduler half of Workspace: node reports, failure handling, stop/grace, retries, timeouts,
-// lost agents, and the log endpoints that depend on attempt state.
+// lost agents. The log endpoints are in server/workspace/logs.cc.
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -274,55 +274,6 @@ bool Workspace::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
     return true;
   }
   return false;
-}
-
-AppendResult Workspace::append_log(const std::string& id, int attempt, int node, uint64_t offset,
-                                   std::string_view data) {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    check_node(find(id), attempt, node);
-    if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
-  }
-  try {
-    return logs_.append({id, attempt, node}, offset, data);
-  } catch (const LogWriteError& e) {
-    // The agent keeps the lines in its spool and retries; 507 tells it (and a reader of its log) why.
-    if (e.err == ENOSPC || e.err == EDQUOT)
-      throw HttpError(507, "DISK_FULL",
-                      fmt::format("the workspace's disk is full: node {}'s log cannot be stored ({}); free space "
-                                  "under the workspace's home, the node keeps the lines and retries",
-                                  node, std::strerror(e.err)));
-    throw HttpError(500, "LOG_WRITE_FAILED", e.what());
-  }
-}
-
-void Workspace::note_metrics(const std::string& id, int attempt) {
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = runs_.find(id);
-  if (it == runs_.end()) return;
-  for (const auto& a : it->second.info.attempts)
-    if (a.number == attempt)
-      for (const auto& n : a.nodes) runtime_[{id, attempt, n.rank}].last_output_ms = now();
-}
-
-LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
-                            std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait) {
-  auto ended = [&] {
-    std::lock_guard<std::mutex> g(mu_);
-    const RunRecord& r = find(id);
-    check_node(r, attempt, node);
-    for (const auto& a : r.info.attempts)
-      if (a.number == attempt) return attempt_ended(a) || is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed));
-    return true;
-  };
-  bool done = ended();
-  LogKey key{id, attempt, node};
-  uint64_t from = offset ? *offset : tail_lines ? logs_.tail_offset(key, *tail_lines) : 0;
-  LogRead out;
-  out.chunk = logs_.read(key, from, max_bytes, done ? std::chrono::milliseconds(0) : wait);
-  // "done" is decided before the data is read, so a reader that sees done and reaches the end has it all.
-  out.done = done;
-  return out;
 }
 
 }  // namespace air::server
