@@ -56,6 +56,11 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
   row("Experiment", r.experiment_name);
   row("Accelerators", fmt::format("{} x {} ({} node(s) of {})", r.num_accelerators, r.accelerator_type, r.num_nodes,
                                   r.accelerators_per_node));
+  row("Priority", fmt::format("{} in pool '{}'", r.priority_class, r.pool_id.empty() ? "default" : r.pool_id));
+  if (r.queue_position > 0)  // waiting for GPUs (docs/scheduler.md)
+    row("Queue", fmt::format("position {} of {}{}{}", r.queue_position, r.queue_length,
+                             r.gpus_reserved ? fmt::format(", {} GPU(s) reserved", r.gpus_reserved) : "",
+                             r.estimated_start_ms ? ", estimated start " + format_time(*r.estimated_start_ms) : ""));
   row("Submitted", format_time(r.submitted_at_ms));
   row("Started", format_time(r.started_at_ms));
   row("Ended", format_time(r.ended_at_ms));

@@ -77,7 +77,9 @@ void setup_list(CLI::App& app, Context& ctx) {
         j.push_back({{"run_id", r.run_id}, {"experiment_name", r.experiment_name}, {"status", r.state},
                      {"submitted_at", format_iso(r.submitted_at_ms)}, {"duration_ms", run_duration_ms(r, now_ms())},
                      {"accelerator_type", r.accelerator_type}, {"num_accelerators", r.num_accelerators},
-                     {"num_nodes", r.num_nodes}, {"attempts", r.attempts.size()}});
+                     {"num_nodes", r.num_nodes}, {"attempts", r.attempts.size()},
+                     {"queue_position", r.queue_position},
+                     {"estimated_start_ms", r.estimated_start_ms ? nlohmann::json(*r.estimated_start_ms) : nullptr}});
       *ctx.out << nlohmann::json{{"runs", j}}.dump() << "\n";
       return;
     }
@@ -85,11 +87,12 @@ void setup_list(CLI::App& app, Context& ctx) {
       *ctx.out << (all_status ? "No runs found.\n" : "No active runs. (--all-status shows finished ones)\n");
       return;
     }
-    auto line = [&](auto... a) { *ctx.out << fmt::format("{:<10}{:<24}{:<11}{:<21}{:<11}{:<8}{}\n", a...); };
+    auto line = [&](auto... a) { *ctx.out << fmt::format("{:<10}{:<24}{:<13}{:<21}{:<11}{:<8}{}\n", a...); };
     line("RUN ID", "EXPERIMENT", "STATUS", "SUBMITTED", "DURATION", "TRIES", "ACCELERATORS");
     for (const auto& r : rows)
       line(r.run_id, r.experiment_name.size() > 23 ? r.experiment_name.substr(0, 22) + "~" : r.experiment_name,
-           r.state, format_time(r.submitted_at_ms).substr(0, 19),
+           r.queue_position ? fmt::format("{} #{}", r.state, r.queue_position) : r.state,  // #: place in its queue
+           format_time(r.submitted_at_ms).substr(0, 19),
            r.started_at_ms ? format_duration(run_duration_ms(r, now_ms())) : std::string("-"), r.attempts.size(),
            fmt::format("{} x {}", r.num_accelerators, r.accelerator_type));
   });

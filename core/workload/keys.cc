@@ -40,7 +40,10 @@ FieldSpec build() {
              {}, {}, accelerator_names()),
        field("num_accelerators", T::kInteger, true,
              "Total accelerators across all nodes; a positive multiple of the type's accelerators per node "
-             "(16 with GPU_8xH100 gives 2 nodes of 8).")});
+             "(16 with GPU_8xH100 gives 2 nodes of 8)."),
+       field("pool_id", T::kString, false,
+             "The GPU pool of the workspace the run waits in and runs on (server.conf [pools]; on Slurm a "
+             "partition). Absent: the workspace's default pool.")});
   FieldSpec docker = field(
       "docker_image", T::kObject, false,
       "A registered container image to run in, instead of dependencies and version.",
@@ -105,6 +108,10 @@ FieldSpec build() {
        field("stall_timeout_minutes", T::kNumber, false,
              "Fails the attempt when a running node writes no log line for this many minutes (> 0, fractions "
              "allowed), naming the stalled node; the attempt is then retried per max_retries."),
+       field("priority_class", T::kString, false,
+             "The run's class in its pool's queue: CRITICAL runs first and may preempt BEST_EFFORT runs, "
+             "NORMAL next, BEST_EFFORT last.",
+             {}, "NORMAL", {"BEST_EFFORT", "NORMAL", "CRITICAL"}),
        field("idempotency_token", T::kString, false,
              "Submitting twice with the same token gives the same run (1-64 characters)."),
        field("mlflow_run_name", T::kString, false, "The MLflow run name: 1-100 characters of A-Z a-z 0-9 _ -."),

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/base/edit_distance.h"
 #include "core/workload/decode.h"
 
 namespace air {
@@ -198,6 +199,15 @@ void WorkloadDecoder::decode_run_options(const YamlNode& root, Workload& w) {
             "remove it for no stall watchdog");
     else
       w.stall_timeout_minutes = v;
+  }
+  if (Entry cls = get(&root, "priority_class")) {
+    w.priority_class = trim(*text(cls));
+    static const std::vector<std::string> kClasses = {"BEST_EFFORT", "NORMAL", "CRITICAL"};
+    if (std::find(kClasses.begin(), kClasses.end(), w.priority_class) == kClasses.end()) {
+      std::string guess = closest_match(w.priority_class, kClasses);
+      error(*cls.value, fmt::format("unknown priority_class '{}'", w.priority_class),
+            guess.empty() ? "use BEST_EFFORT, NORMAL or CRITICAL" : fmt::format("did you mean '{}'?", guess));
+    }
   }
   if (Entry tok = get(&root, "idempotency_token")) {
     w.idempotency_token = trim(*text(tok));

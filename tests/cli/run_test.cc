@@ -147,7 +147,7 @@ TEST_CASE("a bad --override exits 2 pointing at the argument") {
   CHECK(r.err == "--override:1:9: error: invalid --override: unknown field 'compute.gpus'\n"
                  "compute.gpus=8\n"
                  "        ^~~~\n"
-                 "  hint: fields here: accelerator_type, num_accelerators\n"
+                 "  hint: fields here: accelerator_type, num_accelerators, pool_id\n"
                  "air: 1 error in " + kReference + "; nothing was submitted\n");
 }
 
