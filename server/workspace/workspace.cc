@@ -259,7 +259,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                      {"gpu", w.compute.gpu},
                      {"secrets", secrets},
                      {"dependencies", w.environment.dependencies},
-                     {"environment_version", w.environment.version.value_or("")}}
+                     {"environment_version", w.environment.version.value_or("")},
+                     {"mlflow_run_name", w.mlflow_run_name}}
                     .dump();
   if (!key.empty()) idempotency_[key] = i.run_id;
   std::string id = i.run_id;
@@ -320,7 +321,8 @@ bool Workspace::try_start_attempt(RunRecord& r) {
   a.state = "PENDING";
   a.master_port = free_port();
   a.started_at_ms = now();
-  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name);
+  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
+                                                  json::parse(r.spec_json).value("mlflow_run_name", ""));
   for (int n = 0; n < r.info.num_nodes; ++n) {
     api::NodeInfo ni;
     ni.rank = n;
