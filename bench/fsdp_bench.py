@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""air-train's engines side by side at one model shape: the local engine (whole model in one process) and
-the FSDP engine through air-torchrun with both gradient-sync modes, with random weights. Prints a table of
+"""air-train's FSDP engine at one model shape, through air-torchrun, with both gradient-sync modes
+(micro_batch, step), with random weights. Prints a table of
 median step time, padded tokens/s, MFU, peak GPU memory (torch's caching allocator, rank 0) and peak host
 RSS (the largest rank), plus the loss first -> last.
 
   bench/fsdp_bench.py --shape small --nproc 2 --runs fsdp,fsdp-step            # CPU, Gloo (docs/fsdp.md)
-  bench/fsdp_bench.py --shape 1b --runs local,fsdp,fsdp-step                    # one GPU, NCCL at world 1
+  bench/fsdp_bench.py --shape 1b --runs fsdp,fsdp-step                          # one GPU, NCCL at world 1
 
 Shapes: tiny (examples/tiny_model), small (CPU-sized Llama), 1b (Llama-3.2-1B), 8b (Llama-3.1-8B). The
 tokenizer is examples/tiny_model's (ids < 1024 of the shape's vocabulary); data examples/data/alpaca_tiny.json.
@@ -56,8 +56,7 @@ WRAP = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
 
 
 def run(args, name, mdir, work):
-    engine, sync = {"local": ("local", "micro_batch"), "fsdp": ("fsdp", "micro_batch"),
-                    "fsdp-step": ("fsdp", "step")}[name]
+    engine, sync = {"fsdp": ("fsdp", "micro_batch"), "fsdp-step": ("fsdp", "step")}[name]
     cfg = {"model_name": mdir, "dataset_name": os.path.join(ROOT, "examples", "data", "alpaca_tiny.json"),
            "init": "random", "max_seq_len": args.seq, "per_device_batch_size": args.batch,
            "gradient_accumulation_steps": args.accum, "learning_rate": args.lr, "max_steps": args.steps,
@@ -67,8 +66,7 @@ def run(args, name, mdir, work):
         for k, v in cfg.items():
             f.write(f"{k}: {json.dumps(v)}\n")
     train = [os.path.join(args.bin, "air-train"), "--config", path]
-    if engine == "fsdp":
-        train = [os.path.join(args.bin, "air-torchrun"), "--standalone", "--nproc_per_node", str(args.nproc)] + train
+    train = [os.path.join(args.bin, "air-torchrun"), "--standalone", "--nproc_per_node", str(args.nproc)] + train
     env = dict(os.environ)
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)

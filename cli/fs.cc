@@ -12,7 +12,7 @@
 #include "cli/output.h"
 #include "core/base/error.h"
 #include "core/base/codec.h"
-#include "server/store/volumes.h"
+#include "core/volumes/path.h"
 
 namespace air::cli {
 
@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using server::VolumePath;
+using air::VolumePath;
 
 bool is_remote(const std::string& p) {
   return p == "/Volumes" || p == "dbfs:/Volumes" || p.rfind("/Volumes/", 0) == 0 || p.rfind("dbfs:/Volumes/", 0) == 0;
@@ -28,8 +28,8 @@ bool is_remote(const std::string& p) {
 
 VolumePath remote(const std::string& p) {
   try {
-    return server::parse_volume_path(p);
-  } catch (const server::FsError& e) {
+    return parse_volume_path(p);
+  } catch (const FsError& e) {
     throw usage_error(e.what(), "volume paths look like dbfs:/Volumes/<catalog>/<schema>/<volume>/<path>");
   }
 }

@@ -4,34 +4,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <regex>
-
 #include "cli/remote.h"
+#include "core/logs/line.h"
 #include "core/wire/api.h"
 
 namespace air::cli {
-
-bool is_fatal_line(std::string_view text) {
-  // The regex is slow; most lines contain none of these words and skip it (log throughput matters).
-  static const std::string_view kWords[] = {"CUDA", "NCCL", "OutOfMemory", "Watchdog", "async error", "Killed",
-                                            "signal", "Segmentation", "SIGSEGV", "core dumped", "illegal",
-                                            "torch.distributed", "TCPStore", "Xid", "ERROR: Script",
-                                            "command not found"};
-  bool candidate = false;
-  for (auto w : kWords)
-    if (text.find(w) != std::string_view::npos) {
-      candidate = true;
-      break;
-    }
-  if (!candidate) return false;
-  static const std::regex re(
-      R"(CUDA out of memory|OutOfMemoryError|NCCL.*([Tt]imeout|timed out|WARN.*[Tt]imeout)|Watchdog caught collective)"
-      R"(|Got async error event|\bKilled\b|signal (9|SIGKILL|SIGTERM)|Segmentation fault|SIGSEGV|core dumped)"
-      R"(|CUDA error|illegal memory access|torch\.distributed\.[A-Za-z.]*Error|TCPStore.*(timeout|timed out))"
-      R"(|Xid (48|63|64|79|94|95)|ERROR: Script failed with exit code [1-9]|command not found)",
-      std::regex::optimize);
-  return std::regex_search(text.begin(), text.end(), re);
-}
 
 LogPoll poll_log(Client& c, const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
                  std::optional<uint64_t> tail, int wait_ms) {
@@ -53,9 +30,9 @@ LogPoll poll_log(Client& c, const std::string& run_id, int attempt, int node, st
 namespace {
 
 void print_line(std::ostream& out, std::string_view raw, int node, const PrintOptions& o) {
-  api::LogLine l = api::parse_log_line(raw);
+  logs::LogLine l = logs::parse_log_line(raw);
   if (o.since_ms && l.time_ms && l.time_ms < o.since_ms) return;
-  bool fatal = is_fatal_line(l.text);
+  bool fatal = logs::classify_line(l.text) == logs::LineClass::kFatal;
   if (o.json) {
     int64_t ts = l.time_ms ? l.time_ms : now_ms();
     if (fatal)

@@ -12,9 +12,6 @@
 
 namespace air::cli {
 
-// CUDA out of memory, NCCL timeouts, Killed, segfaults, torch.distributed errors, ...
-bool is_fatal_line(std::string_view text);
-
 struct LogPoll {
   std::string data;         // whole lines (a partial last line only when the log is done)
   uint64_t offset = 0;      // where data starts

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/host.h"
 
 namespace air::launcher {
 
@@ -123,24 +124,8 @@ int exit_code_from_wait_status(int status) {
 
 std::vector<pid_t> process_group_members(pid_t pgid) {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat;
-    if (!std::getline(f, stat)) continue;
-    auto rp = stat.rfind(')');
-    if (rp == std::string::npos) continue;
-    std::istringstream rest(stat.substr(rp + 1));
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (!(rest >> state >> ppid >> pgrp)) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') out.push_back(static_cast<pid_t>(pid));
-  }
-  closedir(d);
+  for (const ProcStat& p : list_processes())
+    if (p.pgrp == pgid && !p.gone()) out.push_back(static_cast<pid_t>(p.pid));
   return out;
 }
 

@@ -134,8 +134,8 @@ const std::vector<Field>& fields() {
       enum_field("save_dtype", "dtype of the saved weights", &C::save_dtype, {"auto", "bf16", "fp32"}),
       str_field("max_shard_size", "shard the saved weights above this size", &C::max_shard_size),
       str_field("metrics_file", "append the JSON metric lines to this file", &C::metrics_file),
-      enum_field("engine", "local (whole model) or fsdp (sharded); auto: fsdp with several ranks or checkpoints",
-                 &C::engine, {"auto", "local", "fsdp"}),
+      enum_field("engine", "the training engine: fsdp, fully sharded over all ranks (at world size 1 it shards "
+                 "nothing); auto is the same", &C::engine, {"auto", "fsdp"}),
       enum_field("grad_sync", "fsdp: reduce-scatter gradients every micro_batch, or once per step", &C::grad_sync,
                  {"micro_batch", "step"}),
       int_field("checkpoint_every_steps", "save a sharded resumable checkpoint every N steps (0: never)",
@@ -289,8 +289,6 @@ void validate(const TrainConfig& c) {
   if (c.max_examples < 0) e.push_back("max_examples must not be negative");
   if (c.save && c.output_dir.empty()) e.push_back("output_dir is required when save is true");
   if (c.checkpoint_every_steps < 0) e.push_back("checkpoint_every_steps must not be negative (0: never)");
-  if (c.checkpoint_every_steps > 0 && c.engine == "local")
-    e.push_back("checkpoint_every_steps needs engine: fsdp (or auto): sharded checkpoints are the FSDP engine's");
   if (c.checkpoint_every_steps > 0 && c.checkpoint_dir.empty() && c.output_dir.empty())
     e.push_back("checkpoint_every_steps needs checkpoint_dir or output_dir");
   if (c.resume.empty()) e.push_back("resume must be auto, never, or a checkpoint folder");

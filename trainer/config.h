@@ -44,7 +44,7 @@ struct TrainConfig {
   std::string max_shard_size = "5GB";    // shard model.safetensors above this size (as save_pretrained)
   std::string metrics_file;              // also append the JSON lines here (rank 0)
   // Distributed training and resumption (docs/fsdp.md).
-  std::string engine = "auto";           // auto (fsdp when WORLD_SIZE > 1 or checkpointing) | local | fsdp
+  std::string engine = "auto";           // auto | fsdp: the one engine (kept so existing files still parse)
   std::string grad_sync = "micro_batch"; // micro_batch (reduce-scatter every micro-batch) | step (once per step)
   int64_t checkpoint_every_steps = 0;    // sharded resumable checkpoint every N steps (0: never)
   std::string checkpoint_dir;            // default: <output_dir>/sharded

@@ -14,7 +14,6 @@
 #include "core/base/error.h"
 #include "trainer/diagnostics.h"
 #include "trainer/parallel/engine.h"
-#include "trainer/parallel/fsdp_engine.h"
 #include "trainer/metrics.h"
 #include "trainer/mlflow_logger.h"
 #include "trainer/optim/adamw.h"
@@ -48,10 +47,12 @@ std::optional<int32_t> special_from_config(const Tokenizer& tok, const fs::path&
   return text.empty() ? std::nullopt : tok.token_to_id(text);
 }
 
-TextEncoder make_encoder(const Tokenizer& tok, const std::string& tok_path, const LlamaConfig& mc) {
+// The encoder holds the tokenizer (shared): the data loading that follows calls it.
+TextEncoder make_encoder(std::shared_ptr<const Tokenizer> shared, const std::string& tok_path, const LlamaConfig& mc) {
+  const Tokenizer& tok = *shared;
   const fs::path dir = fs::path(tok_path).parent_path();
   TextEncoder enc;
-  enc.encode = [&tok](const std::string& s) { return tok.encode(s, false); };
+  enc.encode = [shared](const std::string& s) { return shared->encode(s, false); };
   enc.bos = tok.bos_id();
   auto eos = special_from_config(tok, dir, "eos_token");
   if (!eos) eos = tok.eos_id();
@@ -71,19 +72,6 @@ at::Device pick_device(const TrainConfig& c, int64_t local_rank) {
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
 }
 
-std::unique_ptr<Engine> make_engine(const EngineSetup& s) {
-  // More than one rank: the FSDP engine (trainer/parallel/fsdp_engine.h) shards the model over all of them. It also
-  // owns the sharded resumable checkpoints, so checkpointing picks it at world size 1 too.
-  const auto& c = s.config;
-  if (c.engine == "local" && s.world_size > 1)
-    throw Error("engine: local runs one process, but WORLD_SIZE is " + std::to_string(s.world_size),
-                "use engine: fsdp (or auto) with several ranks");
-  // One engine for everyone: the FSDP engine at every world size (at world size 1 it gathers and copies
-  // nothing). engine: local is the autograd reference engine the tests compare against.
-  if (c.engine == "local") return make_local_engine(s);
-  return make_fsdp_engine(s);
-}
-
 std::string sharded_dir(const TrainConfig& c) {
   return c.checkpoint_dir.empty() ? (fs::path(c.output_dir) / kShardedSubdir).string() : c.checkpoint_dir;
 }
@@ -91,16 +79,11 @@ std::string sharded_dir(const TrainConfig& c) {
 // Restores the newest complete sharded checkpoint (resume: auto) or the one named (resume: <path>), and
 // moves the data loader to where it stood. Returns the number of steps already done.
 int64_t maybe_resume(const TrainConfig& c, Engine& engine, DataLoader& loader, std::ostream& log) {
-  auto* sharded = dynamic_cast<ShardedEngine*>(&engine);
   if (c.resume == "never") return 0;
   const bool named = c.resume != "auto";
   const std::string from = named ? c.resume : sharded_dir(c);
-  if (!sharded) {
-    if (named) throw Error("resume: " + c.resume + " needs the fsdp engine", "set engine: fsdp (or auto)");
-    return 0;
-  }
   LoopState loop;
-  if (!sharded->load_sharded(from, loop)) {
+  if (!engine.load_sharded(from, loop)) {
     if (named)
       throw Error("resume: no sharded checkpoint in " + from,
                   "name a checkpoint folder (with a `latest` file) or a step folder (with state.json)");
@@ -118,13 +101,6 @@ int64_t maybe_resume(const TrainConfig& c, Engine& engine, DataLoader& loader, s
       << loop.data_epoch << ", row " << loop.data_cursor << ")\n" << std::flush;
   return loop.step;
 }
-
-struct Loaded {
-  EngineSetup setup;
-  std::vector<Example> examples;
-  TextEncoder encoder;
-  std::string tokenizer_path;
-};
 
 std::vector<Example> load_examples(const TrainConfig& c, const TextEncoder& enc, std::ostream& log) {
   std::vector<Example> out;
@@ -146,44 +122,31 @@ std::vector<Example> load_examples(const TrainConfig& c, const TextEncoder& enc,
   return out;
 }
 
-}  // namespace
+// Everything the loop needs before its first step: ranks, sources, tokenizer, device and dtypes.
+struct Prepared {
+  EngineSetup setup;
+  std::string tokenizer_path;
+};
 
-TrainResult run_training(TrainConfig c, std::ostream& out) {
-  validate(c);
-  EngineSetup s;
+// The model's config.json and tokenizer, resolved from model_name (local path or hub), checked together.
+Prepared prepare(TrainConfig& c, std::ostream& log) {
+  Prepared p;
+  EngineSetup& s = p.setup;
   s.rank = env_int("RANK", 0);
   s.world_size = env_int("WORLD_SIZE", 1);
   s.local_rank = env_int("LOCAL_RANK", 0);
-  std::ostringstream sink;
-  // Rank 0 and the first rank of every other node print, so each node's log shows the (global) loss.
-  std::ostream& log = s.rank == 0 || s.local_rank == 0 ? out : sink;
   log << render_config(c);
   if (auto mapped = map_volumes_path(c.output_dir); mapped != c.output_dir) {
     log << "output_dir " << c.output_dir << " -> " << mapped << " (AIR_VOLUMES_ROOT: this node has no /Volumes)\n";
     c.output_dir = mapped;
   }
-
   const Source model = resolve_model(c.model_name, &log);
   log << "model source: " << c.model_name << " from " << model.origin << "\n";
   s.model_dir = model.path;
   s.model_config = load_llama_config((fs::path(s.model_dir) / "config.json").string());
-  const std::string tok_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
-  if (!fs::exists(tok_path))
-    throw Error("no tokenizer at " + tok_path, "put tokenizer.json in the model folder or set tokenizer_path");
-  Tokenizer tok = [&] {
-    try {
-      return Tokenizer::from_file(tok_path);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(std::string("cannot load tokenizer: ") + e.what());
-    }
-  }();
-  TextEncoder enc = make_encoder(tok, tok_path, s.model_config);
-  if (tok.vocab_size() > s.model_config.vocab_size)
-    throw Error("the tokenizer has " + std::to_string(tok.vocab_size()) + " tokens but the model's vocab_size is " +
-                std::to_string(s.model_config.vocab_size));
-
+  p.tokenizer_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
+  if (!fs::exists(p.tokenizer_path))
+    throw Error("no tokenizer at " + p.tokenizer_path, "put tokenizer.json in the model folder or set tokenizer_path");
   s.device = pick_device(c, s.local_rank);
   s.compute_dtype = c.dtype == "bf16" || (c.dtype == "auto" && s.device.is_cuda()) ? at::kBFloat16 : at::kFloat;
   s.master_dtype = c.master_dtype == "bf16" ? at::kBFloat16 : at::kFloat;
@@ -193,86 +156,144 @@ TrainResult run_training(TrainConfig c, std::ostream& out) {
       << ", heads " << mc.num_attention_heads << "/" << mc.num_key_value_heads << ", vocab " << mc.vocab_size
       << (mc.tie_word_embeddings ? ", tied" : ", untied") << " | " << mc.num_parameters() << " parameters | init "
       << c.init << "\n";
-  log << "tokenizer: " << tok_path << " | bos " << (enc.bos ? std::to_string(*enc.bos) : "none") << ", eos "
-      << enc.eos << ", pad " << enc.pad << "\n";
+  return p;
+}
 
+// The tokenizer's encoder: BOS/EOS/PAD from tokenizer_config.json, the tokenizer or config.json.
+TextEncoder load_encoder(const Prepared& p, std::ostream& log) {
+  auto tok = std::make_shared<const Tokenizer>([&] {
+    try {
+      return Tokenizer::from_file(p.tokenizer_path);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(std::string("cannot load tokenizer: ") + e.what());
+    }
+  }());
+  const auto& mc = p.setup.model_config;
+  if (tok->vocab_size() > mc.vocab_size)
+    throw Error("the tokenizer has " + std::to_string(tok->vocab_size()) + " tokens but the model's vocab_size is " +
+                std::to_string(mc.vocab_size));
+  TextEncoder enc = make_encoder(tok, p.tokenizer_path, mc);
+  log << "tokenizer: " << p.tokenizer_path << " | bos " << (enc.bos ? std::to_string(*enc.bos) : "none") << ", eos "
+      << enc.eos << ", pad " << enc.pad << "\n";
+  return enc;
+}
+
+DataLoader make_loader(const TrainConfig& c, const EngineSetup& s, const TextEncoder& enc, std::ostream& log) {
   DataOptions dopt{c.max_seq_len, c.per_device_batch_size, c.gradient_accumulation_steps, s.rank, s.world_size,
                    c.packing, static_cast<uint64_t>(c.seed), enc.pad};
   DataLoader loader(load_examples(c, enc, log), dopt);
   log << "data: " << loader.rows_per_epoch() << " rows per epoch (" << (c.packing ? "packed" : "padded") << " to "
       << c.max_seq_len << "), " << loader.rows_per_step() << " rows per step = " << s.world_size << " ranks x "
       << c.per_device_batch_size << " x " << c.gradient_accumulation_steps << " accumulation\n";
+  return loader;
+}
 
+// One optimizer step: every micro-batch forward and backward, clip, AdamW; the step's loss and norm.
+StepMetrics train_step(Engine& engine, const TrainConfig& c, const EngineSetup& s, const StepBatch& batch,
+                       int64_t step) {
+  synchronize(s.device);
+  auto t0 = std::chrono::steady_clock::now();
+  const double scale = 1.0 / static_cast<double>(std::max<int64_t>(1, batch.global_target_tokens));
+  at::Tensor loss = at::zeros({}, at::TensorOptions().device(s.device).dtype(at::kFloat));
+  for (const auto& mb : batch.micro) loss = loss + engine.forward_backward(mb, scale);
+  at::Tensor norm = engine.clip_grad_norm(c.grad_clip);
+  const double lr = lr_at(c, step);
+  engine.optimizer_step(lr);
+  engine.zero_grad();
+  loss = engine.all_reduce_sum(loss) * scale;
+  StepMetrics m;
+  m.loss = loss.item<double>();  // waits for the step's work
+  m.grad_norm = norm.item<double>();
+  synchronize(s.device);
+  m.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m.step = step;
+  m.max_steps = c.max_steps;
+  m.epoch = batch.epoch;
+  m.lr = lr;
+  m.padded_tokens = batch.global_rows * c.max_seq_len;
+  m.real_tokens = batch.global_real_tokens;
+  m.target_tokens = batch.global_target_tokens;
+  m.flops_per_token = s.model_config.train_flops_per_token(c.max_seq_len);
+  m.world_size = s.world_size;
+  m.peak_memory_gib = peak_memory_gib(s.device);
+  return m;
+}
+
+// Where a step's figures go: the log (human and JSON lines), the metrics file, MLflow (rank 0).
+class StepReporter {
+ public:
+  StepReporter(const TrainConfig& c, int64_t rank, std::ostream& log) : c_(c), log_(log) {
+    if (!c.metrics_file.empty() && rank == 0) metrics_file_.open(c.metrics_file, std::ios::app);
+    // MLflow from rank 0 only (MLFLOW_TRACKING_URI + MLFLOW_RUN_ID); never blocks the loop.
+    if (rank == 0) mlflow_ = MlflowLogger::from_environment(std::cerr);
+    if (mlflow_) log << "mlflow: logging loss, lr, grad_norm, tokens/s to run " << std::getenv("MLFLOW_RUN_ID") << "\n";
+  }
+  void report(const StepMetrics& m) {
+    if (mlflow_)
+      mlflow_->log_step(m.step, {{"loss", m.loss},
+                                 {"lr", m.lr},
+                                 {"grad_norm", m.grad_norm},
+                                 {"tokens_per_s", m.padded_tokens_per_s()},
+                                 {"real_tokens_per_s", m.real_tokens_per_s()},
+                                 {"step_time_s", m.step_seconds}});
+    if (m.step % c_.log_every == 0 || m.step == c_.max_steps || m.step == 1) {
+      log_ << human_line(m) << "\n" << json_line(m) << "\n" << std::flush;
+      if (metrics_file_.is_open()) metrics_file_ << json_line(m) << "\n" << std::flush;
+    }
+  }
+
+ private:
+  const TrainConfig& c_;
+  std::ostream& log_;
+  std::ofstream metrics_file_;
+  std::unique_ptr<MlflowLogger> mlflow_;
+};
+
+}  // namespace
+
+TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& make_engine) {
+  validate(c);
+  // Rank 0 and the first rank of every other node print, so each node's log shows the (global) loss.
+  std::ostringstream sink;
+  const bool prints = env_int("RANK", 0) == 0 || env_int("LOCAL_RANK", 0) == 0;
+  std::ostream& log = prints ? out : sink;
+
+  Prepared p = prepare(c, log);
+  const EngineSetup& s = p.setup;
+  TextEncoder enc = load_encoder(p, log);
+  DataLoader loader = make_loader(c, s, enc, log);
   SaveOptions save{c.output_dir,
                    c.save_dtype == "bf16" || (c.save_dtype == "auto" && s.compute_dtype == at::kBFloat16) ? at::kBFloat16
                                                                                                            : at::kFloat,
-                   parse_size(c.max_shard_size), s.model_dir, tok_path};
+                   parse_size(c.max_shard_size), s.model_dir, p.tokenizer_path};
   if (c.save && s.rank == 0) check_output_dir(c.output_dir);
 
-  auto engine = make_engine(s);
+  auto engine = make_engine ? make_engine(s) : make_fsdp_engine(s);
   log << "engine: " << engine->describe() << "\n" << std::flush;
-  std::ofstream metrics_file;
-  if (!c.metrics_file.empty() && s.rank == 0) metrics_file.open(c.metrics_file, std::ios::app);
-  // MLflow from rank 0 only (MLFLOW_TRACKING_URI + MLFLOW_RUN_ID); never blocks the loop.
-  std::unique_ptr<MlflowLogger> mlflow = s.rank == 0 ? MlflowLogger::from_environment(std::cerr) : nullptr;
-  if (mlflow) log << "mlflow: logging loss, lr, grad_norm, tokens/s to run " << std::getenv("MLFLOW_RUN_ID") << "\n";
+  StepReporter reporter(c, s.rank, log);
 
   TrainResult result;
   result.first_step = maybe_resume(c, *engine, loader, log) + 1;
-  auto* sharded = dynamic_cast<ShardedEngine*>(engine.get());
-  const double flops_per_token = mc.train_flops_per_token(c.max_seq_len);
   reset_peak_memory(s.device);
   const int64_t exit_after = env_int("AIR_TRAIN_EXIT_AFTER_STEP", 0);  // fault injection for the resume tests
   StepTracer tracer(s.rank, log);  // AIR_TRAIN_TRACE, AIR_TRAIN_DUMP_BATCHES: trainer/diagnostics.h
   BatchDump dump(s.rank);
   for (int64_t step = result.first_step; step <= c.max_steps; ++step) {
-    synchronize(s.device);
-    auto t0 = std::chrono::steady_clock::now();
     StepBatch batch = loader.next();
     tracer.begin(step);
     for (const auto& mb : batch.micro) dump.write(step, mb);
-    const double scale = 1.0 / static_cast<double>(std::max<int64_t>(1, batch.global_target_tokens));
-    at::Tensor loss = at::zeros({}, at::TensorOptions().device(s.device).dtype(at::kFloat));
-    for (const auto& mb : batch.micro) loss = loss + engine->forward_backward(mb, scale);
-    at::Tensor norm = engine->clip_grad_norm(c.grad_clip);
-    const double lr = lr_at(c, step);
-    engine->optimizer_step(lr);
-    engine->zero_grad();
-    loss = engine->all_reduce_sum(loss) * scale;
-    StepMetrics m;
-    m.loss = loss.item<double>();  // waits for the step's work
-    m.grad_norm = norm.item<double>();
-    synchronize(s.device);
-    m.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    StepMetrics m = train_step(*engine, c, s, batch, step);
     tracer.end(step);
-    m.step = step;
-    m.max_steps = c.max_steps;
-    m.epoch = batch.epoch;
-    m.lr = lr;
-    m.padded_tokens = batch.global_rows * c.max_seq_len;
-    m.real_tokens = batch.global_real_tokens;
-    m.target_tokens = batch.global_target_tokens;
-    m.flops_per_token = flops_per_token;
-    m.world_size = s.world_size;
-    m.peak_memory_gib = peak_memory_gib(s.device);
-    if (mlflow)
-      mlflow->log_step(step, {{"loss", m.loss},
-                              {"lr", m.lr},
-                              {"grad_norm", m.grad_norm},
-                              {"tokens_per_s", m.padded_tokens_per_s()},
-                              {"real_tokens_per_s", m.real_tokens_per_s()},
-                              {"step_time_s", m.step_seconds}});
+    reporter.report(m);
     result.losses.push_back(m.loss);
     result.grad_norms.push_back(m.grad_norm);
     if (step == result.first_step)
       if (std::string note = engine->after_first_step(); !note.empty()) log << note << "\n";
-    if (step % c.log_every == 0 || step == c.max_steps || step == 1) {
-      log << human_line(m) << "\n" << json_line(m) << "\n" << std::flush;
-      if (metrics_file.is_open()) metrics_file << json_line(m) << "\n" << std::flush;
-    }
-    if (sharded && c.checkpoint_every_steps > 0 && (step % c.checkpoint_every_steps == 0 || step == c.max_steps)) {
+    if (c.checkpoint_every_steps > 0 && (step % c.checkpoint_every_steps == 0 || step == c.max_steps)) {
       const auto pos = loader.position();
-      sharded->save_sharded(sharded_dir(c), {step, pos.epoch, pos.cursor, c.seed});
+      engine->save_sharded(sharded_dir(c), {step, pos.epoch, pos.cursor, c.seed});
       log << "saved sharded checkpoint " << step << " to " << sharded_dir(c) << "\n" << std::flush;
     }
     if (step == exit_after) {

@@ -1,8 +1,10 @@
 // air-train's top level: read the configuration, build tokenizer, data, model and engine, run the loop,
 // save the checkpoint. train_main() is the whole program; run_training() is the same loop for tests.
 #pragma once
-#include <iosfwd>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,9 +19,15 @@ struct TrainResult {
   int64_t first_step = 1;          // > 1 when the run resumed from a sharded checkpoint
 };
 
+class Engine;
+struct EngineSetup;
+// Builds the engine the loop drives; the product's is make_fsdp_engine (trainer/parallel/engine.h), the
+// tests also pass an autograd reference engine.
+using EngineFactory = std::function<std::unique_ptr<Engine>(const EngineSetup&)>;
+
 // Runs a whole training job in this process. Output (configuration, step lines) goes to `out` on rank 0
 // and on the first rank of every other node (LOCAL_RANK 0), so each node's log shows the global loss.
-TrainResult run_training(TrainConfig config, std::ostream& out);
+TrainResult run_training(TrainConfig config, std::ostream& out, const EngineFactory& make_engine = {});
 
 // Parses arguments (--config FILE, --set key=value, --print-config, --help) and the environment
 // (HYPERPARAMETERS_PATH, RANK, WORLD_SIZE, LOCAL_RANK); returns the exit code. Errors print as

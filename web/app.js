@@ -2,8 +2,8 @@
 // (#/runs, #/runs/<id>). Nothing here reads or writes the token except through api.js.
 import { API, ApiError, getJson, setToken, signOut, token } from './api.js';
 import { el } from './dom.js';
-import { runView } from './run.js';
-import { runsView } from './runs.js';
+import { runView } from './run_page.js';
+import { runsView } from './runs_page.js';
 
 const main = document.getElementById('app');
 let leave = null;

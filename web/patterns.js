@@ -1,15 +1,43 @@
-// Which log lines are errors and which are the failures that end a training job. The workspace's search
-// uses the same word lists (server/web/log_lines.cc); tests/server/web/web_test.cc checks they agree.
-export const ERROR_WORDS = ['error', 'exception', 'traceback', 'fatal', 'killed', 'timed out', 'timeout',
-  'out of memory', 'segmentation fault', 'abort'];
-export const FATAL_WORDS = ['out of memory', 'outofmemoryerror', 'oom-kill', 'oom killer', 'segmentation fault',
-  'sigkill', 'watchdog caught collective'];
+// Which log lines are errors and which are the failures that end a training job: a copy of the tables of
+// core/logs/line.cc (the one home of the log line), which `air logs` and the workspace's search use;
+// tests/core/logs/line_test.cc checks that this copy equals them. Case-insensitive: a fatal pattern matches
+// when all of its words occur in the line, an error word on its own.
+export const FATAL_PATTERNS = [
+  ["out of memory"],
+  ["outofmemoryerror"],
+  ["oom-kill"],
+  ["oom killer"],
+  ["nccl", "timeout"],
+  ["nccl", "timed out"],
+  ["watchdog caught collective"],
+  ["got async error event"],
+  ["tcpstore", "timeout"],
+  ["tcpstore", "timed out"],
+  ["torch.distributed", "error"],
+  ["cuda error"],
+  ["illegal memory access"],
+  ["segmentation fault"],
+  ["sigsegv"],
+  ["core dumped"],
+  ["sigkill"],
+  ["signal 9"],
+  ["signal sigterm"],
+  ["killed"],
+  ["xid 48"],
+  ["xid 63"],
+  ["xid 64"],
+  ["xid 79"],
+  ["xid 94"],
+  ["xid 95"],
+  ["script failed with exit code"],
+  ["command not found"],
+];
+export const ERROR_WORDS = ["error", "exception", "traceback", "fatal", "killed", "timed out", "timeout", "out of memory", "segmentation fault", "abort"];
 
 // 'fatal', 'error' or '' for one line's text.
 export function classify(text) {
   const l = text.toLowerCase();
-  if (l.includes('nccl') && (l.includes('timeout') || l.includes('timed out'))) return 'fatal';
-  if (FATAL_WORDS.some((w) => l.includes(w))) return 'fatal';
+  if (FATAL_PATTERNS.some((words) => words.every((w) => l.includes(w)))) return 'fatal';
   if (ERROR_WORDS.some((w) => l.includes(w))) return 'error';
   return '';
 }

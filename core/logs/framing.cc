@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace air::launcher {
+namespace air::logs {
 
 namespace {
 
@@ -107,4 +107,4 @@ std::vector<std::string> LogTail::last_lines(size_t n) const {
   return {rev.rbegin(), rev.rend()};
 }
 
-}  // namespace air::launcher
+}  // namespace air::logs

@@ -1,5 +1,6 @@
-// Turns a command's raw stdout/stderr bytes into log lines `<unix_ms> <o|e> <text>\n` (the agent contract):
-// complete lines only, a partial last line flushed at exit, lines over 64 KiB split.
+// Turns a command's raw stdout/stderr bytes into log lines `<unix_ms> <o|e> <text>\n` (the agent contract;
+// core/logs/line.h reads them): complete lines only, a partial last line flushed at exit, lines over 64 KiB
+// split; RedactingFramer does the same after replacing secret values.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -7,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
-namespace air::launcher {
+#include "core/secrets/redact.h"
+
+namespace air::logs {
 
 inline constexpr size_t kMaxLogLineBytes = 64 * 1024;
 
@@ -45,4 +48,23 @@ class LogTail {
 
 int64_t unix_time_ms();
 
-}  // namespace air::launcher
+// A LineFramer behind a Redactor: raw bytes are redacted first (so a value split across reads, or one that
+// spans a newline, is still caught), then cut into log lines. Without secrets it is a plain LineFramer.
+class RedactingFramer {
+ public:
+  RedactingFramer(char stream, const std::vector<std::string>& secret_values)
+      : redactor_(secret_values), framer_(stream) {}
+  void feed(std::string_view data, int64_t now_ms, std::string& out) {
+    framer_.feed(redactor_.feed(data), now_ms, out);
+  }
+  void flush(int64_t now_ms, std::string& out) {
+    framer_.feed(redactor_.finish(), now_ms, out);
+    framer_.flush(now_ms, out);
+  }
+
+ private:
+  Redactor redactor_;
+  LineFramer framer_;
+};
+
+}  // namespace air::logs

@@ -2,7 +2,6 @@
 // a missing or null field keeps its default, unknown fields are ignored.
 #include "core/wire/api.h"
 
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <concepts>
@@ -315,24 +314,5 @@ AIR_WIRE_JSON(NodeStatusReply)
 AIR_WIRE_JSON(LogAppendReply)
 AIR_WIRE_JSON(Health)
 #undef AIR_WIRE_JSON
-
-LogLine parse_log_line(std::string_view line) {
-  LogLine out;
-  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-  auto sp = line.find(' ');
-  int64_t t = 0;
-  if (sp != std::string_view::npos && sp > 0 && sp + 2 <= line.size() &&
-      (line[sp + 1] == 'o' || line[sp + 1] == 'e') && (sp + 2 == line.size() || line[sp + 2] == ' ')) {
-    auto [p, ec] = std::from_chars(line.data(), line.data() + sp, t);
-    if (ec == std::errc() && p == line.data() + sp) {
-      out.time_ms = t;
-      out.stream = line[sp + 1];
-      out.text = sp + 3 <= line.size() ? std::string(line.substr(sp + 3)) : std::string();
-      return out;
-    }
-  }
-  out.text = std::string(line);
-  return out;
-}
 
 }  // namespace air::api

@@ -188,13 +188,4 @@ void from_json(const nlohmann::json& j, LogAppendReply& v);
 void to_json(nlohmann::json& j, const Health& v);
 void from_json(const nlohmann::json& j, Health& v);
 
-// One log line as stored: "<unix_time_ms> <o|e> <text>". Lines that do not follow the format (a partial
-// last line, text from an older agent) parse with time 0 and stream 'o', text = the whole line.
-struct LogLine {
-  int64_t time_ms = 0;
-  char stream = 'o';
-  std::string text;
-};
-LogLine parse_log_line(std::string_view line);
-
 }  // namespace air::api

@@ -16,6 +16,8 @@
 
 namespace air::launcher {
 
+using logs::unix_time_ms;
+
 namespace {
 constexpr size_t kMarkerReserve = 256;
 

@@ -30,6 +30,10 @@
 
 namespace air::launcher {
 
+using logs::LogTail;
+using logs::RedactingFramer;
+using logs::unix_time_ms;
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -250,9 +254,8 @@ std::string describe_exit(int status) {
   return "command exited with code " + std::to_string(exit_code_from_wait_status(status));
 }
 
-}  // namespace
-
-int run_node_agent(const NodeAgentOptions& o) {
+// The node's own folder (agent.log, the log spool, code/, final_status.json), created and made absolute.
+std::string open_node_dir(const NodeAgentOptions& o) {
   if (o.server.empty() || o.run_id.empty() || o.workdir.empty()) {
     throw usage_error("air node needs --server, --run and --workdir");
   }
@@ -264,6 +267,173 @@ int run_node_agent(const NodeAgentOptions& o) {
   if (ec) throw Error("cannot create the node's working directory " + o.workdir + ": " + ec.message());
   std::string dir = fs::absolute(o.workdir).lexically_normal().string();
   if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// A line of the agent's own in the node log (the user reads that, not agent.log), redacted like the rest.
+void note_in_node_log(Pipeline& pipeline, const std::string& text) {
+  RedactingFramer note('e', pipeline.secrets);
+  std::string framed;
+  note.feed("air node: " + text + "\n", unix_time_ms(), framed);
+  note.flush(unix_time_ms(), framed);
+  pipeline.add(framed);
+}
+
+// The secrets' values (name -> value); from here on they are redacted from every log line and message.
+std::map<std::string, std::string> resolve_secrets(const api::NodeSpec& spec, const NodeAgentOptions& o,
+                                                   Pipeline& pipeline) {
+  auto secrets = resolve_node_secrets(spec, o);
+  for (const auto& [name, value] : secrets) pipeline.secrets.push_back(value);
+  pipeline.log.set_redaction(pipeline.secrets);
+  if (!secrets.empty()) pipeline.log.info("resolved " + std::to_string(secrets.size()) + " secret(s)");
+  if (Redactor(pipeline.secrets).ignored_values() > 0)
+    pipeline.log.info("warning: a secret shorter than 4 bytes cannot be redacted from the log");
+  return secrets;
+}
+
+// The snapshot unpacked into CODE_SOURCE_PATH (an empty folder when the workload has none).
+void unpack_code(Client& client, const api::NodeSpec& spec, const std::string& dir, const std::string& code_dir,
+                 AgentLog& log) {
+  if (spec.snapshot_digest.empty()) {
+    fs::create_directories(code_dir);
+    return;
+  }
+  air::UnpackLimits limits;
+  if (spec.max_unpack_bytes > 0) limits.max_total_bytes = spec.max_unpack_bytes;
+  if (spec.max_unpack_entries > 0) limits.max_entries = spec.max_unpack_entries;
+  fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, code_dir, log, limits);
+}
+
+// environment.dependencies as a venv; pip's output goes to the node log like the command's, redacted.
+std::map<std::string, std::string> python_env(const api::NodeSpec& spec, const CommandPaths& paths,
+                                              const std::vector<std::string>& env, Pipeline& pipeline) {
+  RedactingFramer pip_out('e', pipeline.secrets);
+  std::string framed;
+  auto on_output = [&](std::string_view d) {
+    framed.clear();
+    pip_out.feed(d, unix_time_ms(), framed);
+    pipeline.add(framed);
+  };
+  auto flush = [&] {
+    framed.clear();
+    pip_out.flush(unix_time_ms(), framed);
+    pipeline.add(framed);
+  };
+  if (!spec.dependencies.empty()) pipeline.log.info("preparing the Python environment for environment.dependencies");
+  std::map<std::string, std::string> py;
+  try {
+    py = prepare_python_env(spec, paths.code_dir, air_home(), env_value(env, "PATH"), on_output);
+  } catch (...) {
+    flush();  // pip's last words belong in the log before the failure is reported
+    throw;
+  }
+  flush();
+  return py;
+}
+
+// Everything between the spec and the command (the run flow's step 5): Slurm's placement, secrets, code,
+// hyperparameters, the environment (rendezvous, venv, MLflow, secrets) and the /Volumes mount.
+SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Client& client, const std::string& dir,
+                             Pipeline& pipeline, StatusReporter& status) {
+  AgentLog& log = pipeline.log;
+  if (o.slurm) {
+    apply_slurm_spec(spec, environment_map());
+    log.info("Slurm node " + std::to_string(spec.node_rank) + " of " + std::to_string(spec.num_nodes) +
+             ", MASTER_ADDR " + spec.master_addr);
+  }
+  std::map<std::string, std::string> secrets = resolve_secrets(spec, o, pipeline);
+  CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
+  unpack_code(client, spec, dir, paths.code_dir, log);
+  write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
+  SpawnOptions spawn;
+  spawn.env = build_command_env(spec, o, paths, current_environment());
+  overlay_env(spawn.env, python_env(spec, paths, spawn.env, pipeline));
+  overlay_env(spawn.env, mlflow_env(spec, o));
+  overlay_env(spawn.env, secrets);
+  for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
+  if (status.stop_requested()) throw Error("stopped by workspace");
+  if (g_signal.load()) throw Error("node agent interrupted before the command started");
+  VolumesSetup vols = prepare_volumes(spec, paths.code_dir, spawn.env, log);
+  if (!vols.notice.empty()) note_in_node_log(pipeline, vols.notice);
+  spawn.argv = vols.argv_prefix;
+  spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
+  spawn.cwd = paths.code_dir;
+  spawn.guardian_grace = o.stop_grace;
+  return spawn;
+}
+
+// Runs the command in its own process group until it and its group are gone; fills the final report and
+// returns the agent's exit code.
+int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& status, WakePipe& wake,
+                std::chrono::milliseconds grace, api::NodeStatusReport& final) {
+  ChildProcess child(spawn);
+  pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
+  status.set_running(child.pid());
+  Outcome out = supervise(child, pipeline, status, wake, grace);
+  pipeline.log.info(describe_exit(out.wait_status));
+  final.exit_code = exit_code_from_wait_status(out.wait_status);
+  if (out.interrupted) {
+    final.message = std::string("node agent interrupted by ") + sigabbrev_np(out.interrupted);
+    return kExitInterrupted;
+  }
+  if (out.stopped) {
+    final.message = "stopped by workspace";
+    return kExitFailed;
+  }
+  final.message = describe_exit(out.wait_status);
+  if (*final.exit_code != 0) return kExitFailed;
+  final.state = "SUCCEEDED";
+  return kExitOk;
+}
+
+// The final status, spooled first so that it survives a workspace that is gone (agent.log and
+// final_status.json in the node's folder).
+void spool_final_status(const std::string& dir, const api::NodeStatusReport& final) {
+  std::ofstream f(dir + "/final_status.json", std::ios::trunc);
+  f << nlohmann::json{{"state", final.state},
+                      {"exit_code", final.exit_code ? nlohmann::json(*final.exit_code) : nlohmann::json()},
+                      {"message", final.message}}
+           .dump()
+    << "\n";
+}
+
+// Every line must reach the workspace before the final report: a restarted workspace needs them too. A
+// signalled agent exits within 5 s whatever the workspace does (its lines stay in the spool). Returns the
+// deadline the drain ran to; says in the final message what could not be shipped.
+Clock::time_point drain_logs(const NodeAgentOptions& o, LogSpool& spool, LogShipper& shipper, Pipeline& pipeline,
+                             bool signalled, api::NodeStatusReport& final) {
+  auto drain_deadline = Clock::now() + (signalled ? std::chrono::milliseconds(2000) : o.drain_timeout);
+  // A workspace that answers "disk full" (507) for disk_full_grace is not waited for any longer: the run
+  // ends, saying so, and the lines stay in the spool. An unreachable workspace is waited for (it may be
+  // restarting), up to drain_timeout.
+  const auto disk_full_grace = std::chrono::milliseconds(env_ms("AIR_AGENT_DISK_FULL_GRACE_MS", 20000));
+  bool drained = false, full = false;
+  while (!(drained = shipper.drain(std::min(drain_deadline, Clock::now() + std::chrono::milliseconds(500))))) {
+    if (Clock::now() >= drain_deadline) break;
+    if (shipper.out_of_space_for() >= disk_full_grace) {
+      full = true;
+      break;
+    }
+  }
+  if (!drained) {
+    uint64_t left = spool.size() - shipper.acked();
+    pipeline.log.info(std::to_string(left) + " bytes of log could not be shipped; they are in " + spool.path());
+    final.message += "; " + std::to_string(left) + " bytes of log not " +
+                     (full ? "stored: the workspace's disk is full (kept on the node in " + spool.path() + ")"
+                           : "shipped (kept on the node)");
+  }
+  if (pipeline.spool_failed)
+    final.message += "; the node's log spool could not be written (" + pipeline.spool_error +
+                     "): output after byte " + std::to_string(spool.size()) + " was lost";
+  return drain_deadline;
+}
+
+}  // namespace
+
+// The run flow of one node (shared/design.md, step 5): fetch the spec, start reporting and shipping,
+// prepare the command, run it, then ship every line and report how it ended.
+int run_node_agent(const NodeAgentOptions& o) {
+  const std::string dir = open_node_dir(o);
   AgentLog log(dir + "/agent.log", o.err);
   log.info("node " + std::to_string(o.node) + " of run " + o.run_id + " attempt " + std::to_string(o.attempt) +
            " (pid " + std::to_string(getpid()) + ")");
@@ -293,92 +463,9 @@ int run_node_agent(const NodeAgentOptions& o) {
   api::NodeStatusReport final;
   final.state = "FAILED";
   int exit_code = kExitFailed;
-  std::map<std::string, std::string> secrets;
   try {
-    if (o.slurm) {
-      apply_slurm_spec(spec, environment_map());
-      log.info("Slurm node " + std::to_string(spec.node_rank) + " of " + std::to_string(spec.num_nodes) +
-               ", MASTER_ADDR " + spec.master_addr);
-    }
-    secrets = resolve_node_secrets(spec, o);
-    for (const auto& [name, value] : secrets) pipeline.secrets.push_back(value);
-    log.set_redaction(pipeline.secrets);
-    if (!secrets.empty()) log.info("resolved " + std::to_string(secrets.size()) + " secret(s)");
-    if (Redactor(pipeline.secrets).ignored_values() > 0)
-      log.info("warning: a secret shorter than 4 bytes cannot be redacted from the log");
-    CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
-    if (!spec.snapshot_digest.empty()) {
-      air::UnpackLimits limits;
-      if (spec.max_unpack_bytes > 0) limits.max_total_bytes = spec.max_unpack_bytes;
-      if (spec.max_unpack_entries > 0) limits.max_entries = spec.max_unpack_entries;
-      fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, paths.code_dir, log, limits);
-    } else {
-      fs::create_directories(paths.code_dir);
-    }
-    write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
-    SpawnOptions spawn;
-    spawn.env = build_command_env(spec, o, paths, current_environment());
-    {
-      // pip's output goes to the node log like the command's, through the same redaction.
-      RedactingFramer pip_out('e', pipeline.secrets);
-      std::string framed;
-      auto on_output = [&](std::string_view d) {
-        framed.clear();
-        pip_out.feed(d, unix_time_ms(), framed);
-        pipeline.add(framed);
-      };
-      if (!spec.dependencies.empty()) log.info("preparing the Python environment for environment.dependencies");
-      auto flush = [&] {
-        framed.clear();
-        pip_out.flush(unix_time_ms(), framed);
-        pipeline.add(framed);
-      };
-      std::map<std::string, std::string> py;
-      try {
-        py = prepare_python_env(spec, paths.code_dir, air_home(), env_value(spawn.env, "PATH"), on_output);
-      } catch (...) {
-        flush();  // pip's last words belong in the log before the failure is reported
-        throw;
-      }
-      flush();
-      overlay_env(spawn.env, py);
-    }
-    overlay_env(spawn.env, mlflow_env(spec, o));
-    overlay_env(spawn.env, secrets);
-    for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
-    if (status.stop_requested()) throw Error("stopped by workspace");
-    if (g_signal.load()) throw Error("node agent interrupted before the command started");
-    VolumesSetup vols = prepare_volumes(spec, paths.code_dir, spawn.env, log);
-    if (!vols.notice.empty()) {  // the user reads the node log, not agent.log
-      RedactingFramer note('e', pipeline.secrets);
-      std::string framed;
-      note.feed("air node: " + vols.notice + "\n", unix_time_ms(), framed);
-      note.flush(unix_time_ms(), framed);
-      pipeline.add(framed);
-    }
-    spawn.argv = vols.argv_prefix;
-    spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
-    spawn.cwd = paths.code_dir;
-    spawn.guardian_grace = o.stop_grace;
-    ChildProcess child(spawn);
-    log.info("command started (pid " + std::to_string(child.pid()) + ")");
-    status.set_running(child.pid());
-    Outcome out = supervise(child, pipeline, status, wake, o.stop_grace);
-    int code = exit_code_from_wait_status(out.wait_status);
-    final.exit_code = code;
-    if (out.interrupted) {
-      final.message = std::string("node agent interrupted by ") + sigabbrev_np(out.interrupted);
-      exit_code = kExitInterrupted;
-    } else if (out.stopped) {
-      final.message = "stopped by workspace";
-    } else if (code == 0) {
-      final.state = "SUCCEEDED";
-      final.message = describe_exit(out.wait_status);
-      exit_code = kExitOk;
-    } else {
-      final.message = describe_exit(out.wait_status);
-    }
-    log.info(describe_exit(out.wait_status));
+    SpawnOptions spawn = prepare_command(o, spec, client, dir, pipeline, status);
+    exit_code = run_command(spawn, pipeline, status, wake, o.stop_grace, final);
   } catch (const Error& e) {
     final.message = e.what();
     log.info(e.what());
@@ -387,39 +474,9 @@ int run_node_agent(const NodeAgentOptions& o) {
   if (final.state == "FAILED") final.last_lines = tail.last_lines(20);
   final.message = redact(final.message, pipeline.secrets);
 
-  // The final status is spooled first, so that it survives a workspace that is gone (agent.log and
-  // final_status.json in the node's folder).
-  {
-    std::ofstream f(dir + "/final_status.json", std::ios::trunc);
-    f << nlohmann::json{{"state", final.state}, {"exit_code", final.exit_code ? nlohmann::json(*final.exit_code) : nlohmann::json()},
-                        {"message", final.message}}.dump() << "\n";
-  }
-  // Every line must reach the workspace before the final report: a restarted workspace needs them too. A
-  // signalled agent exits within 5 s whatever the workspace does (its lines stay in the spool).
-  bool signalled = g_signal.load() != 0;
-  auto drain_deadline = Clock::now() + (signalled ? std::chrono::milliseconds(2000) : o.drain_timeout);
-  // A workspace that answers "disk full" (507) for disk_full_grace is not waited for any longer: the run
-  // ends, saying so, and the lines stay in the spool. An unreachable workspace is waited for (it may be
-  // restarting), up to drain_timeout.
-  const auto disk_full_grace = std::chrono::milliseconds(env_ms("AIR_AGENT_DISK_FULL_GRACE_MS", 20000));
-  bool drained = false, full = false;
-  while (!(drained = shipper.drain(std::min(drain_deadline, Clock::now() + std::chrono::milliseconds(500))))) {
-    if (Clock::now() >= drain_deadline) break;
-    if (shipper.out_of_space_for() >= disk_full_grace) {
-      full = true;
-      break;
-    }
-  }
-  if (!drained) {
-    uint64_t left = spool.size() - shipper.acked();
-    log.info(std::to_string(left) + " bytes of log could not be shipped; they are in " + spool.path());
-    final.message += "; " + std::to_string(left) + " bytes of log not " +
-                     (full ? "stored: the workspace's disk is full (kept on the node in " + spool.path() + ")"
-                           : "shipped (kept on the node)");
-  }
-  if (pipeline.spool_failed)
-    final.message += "; the node's log spool could not be written (" + pipeline.spool_error +
-                     "): output after byte " + std::to_string(spool.size()) + " was lost";
+  spool_final_status(dir, final);
+  const bool signalled = g_signal.load() != 0;
+  auto drain_deadline = drain_logs(o, spool, shipper, pipeline, signalled, final);
   shipper.stop();
   status.finish();
   auto report_deadline = signalled ? Clock::now() + std::chrono::milliseconds(1500)

@@ -1,6 +1,6 @@
 // The node agent's run-specific setup: the run's secrets (resolved through the secrets REST API with the
-// node token), the attempt's MLflow variables, the Python environment for environment.dependencies, and
-// the redaction of secret values from the command's output before it is framed, spooled and shipped.
+// node token), the attempt's MLflow variables, the Python environment for environment.dependencies. (The
+// redaction of their values from the command's output is core/logs/framing.h's RedactingFramer.)
 #pragma once
 #include <functional>
 #include <map>
@@ -9,8 +9,6 @@
 #include <vector>
 
 #include "core/wire/api.h"
-#include "core/secrets/redact.h"
-#include "core/logs/framing.h"
 #include "launcher/agent/node_agent.h"
 
 namespace air::launcher {
@@ -34,24 +32,5 @@ std::map<std::string, std::string> prepare_python_env(const api::NodeSpec& spec,
 void overlay_env(std::vector<std::string>& env, const std::map<std::string, std::string>& extra);
 // The value of NAME in a "NAME=value" environment ("" when absent).
 std::string env_value(const std::vector<std::string>& env, const std::string& name);
-
-// A LineFramer behind a Redactor: raw bytes are redacted first (so a value split across reads, or one that
-// spans a newline, is still caught), then cut into log lines. Without secrets it is a plain LineFramer.
-class RedactingFramer {
- public:
-  RedactingFramer(char stream, const std::vector<std::string>& secret_values)
-      : redactor_(secret_values), framer_(stream) {}
-  void feed(std::string_view data, int64_t now_ms, std::string& out) {
-    framer_.feed(redactor_.feed(data), now_ms, out);
-  }
-  void flush(int64_t now_ms, std::string& out) {
-    framer_.feed(redactor_.finish(), now_ms, out);
-    framer_.flush(now_ms, out);
-  }
-
- private:
-  Redactor redactor_;
-  LineFramer framer_;
-};
 
 }  // namespace air::launcher

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/host.h"
 #include "launcher/torchrun/torchrun.h"
 
 namespace air::launcher {
@@ -97,22 +98,6 @@ const char* signal_name(int sig) {
 std::string describe_signal(int sig) {
   const char* name = signal_name(sig);
   return name ? name : "signal " + std::to_string(sig);
-}
-
-int free_loopback_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error("cannot pick a port for --standalone: " + std::string(strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  if (port == 0) throw Error("cannot pick a port for --standalone");
-  return port;
 }
 
 bool executable(const std::string& path) {
@@ -371,6 +356,7 @@ int run_torchrun(const TorchrunOptions& options) {
     if (o.nnodes > 1)
       throw usage_error("--master_port 0 only works on one node", "give every node the same port");
     o.master_port = free_loopback_port();
+    if (o.master_port == 0) throw Error("cannot pick a port for --standalone: " + std::string(strerror(errno)));
   }
   std::vector<std::string> argv = resolve_command(o);
   Supervisor supervisor(o, nproc);

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/host.h"
 
 extern char** environ;
 
@@ -113,32 +114,14 @@ bool LocalBackend::agent_alive(int pid) {
   if (r == 0) return true;     // our child, still running
   // Not our child (the workspace restarted): ask the kernel. A zombie of someone else counts as gone.
   if (::kill(pid, 0) != 0) return false;
-  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-  std::string s;
-  std::getline(st, s);
-  auto rp = s.rfind(')');
-  return !(rp != std::string::npos && rp + 2 < s.size() && s[rp + 2] == 'Z');
+  auto st = read_proc_stat(pid);
+  return st && !st->gone();
 }
 
 std::vector<int> session_members(int sid) {
   std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (auto* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream st(std::string("/proc/") + e->d_name + "/stat");
-    std::string s;
-    if (!std::getline(st, s)) continue;
-    auto rp = s.rfind(')');
-    if (rp == std::string::npos) continue;
-    std::istringstream rest(s.substr(rp + 2));
-    std::string state;
-    long ppid = 0, pgrp = 0, session = 0;
-    rest >> state >> ppid >> pgrp >> session;
-    if (session == sid && state != "Z") out.push_back(pid);
-  }
-  ::closedir(d);
+  for (const ProcStat& p : list_processes())
+    if (p.session == sid && !p.gone()) out.push_back(p.pid);
   return out;
 }
 

@@ -1,5 +1,5 @@
-// Volumes: the rules of `/Volumes/<catalog>/<schema>/<volume>/...` paths and the workspace-owned folder
-// that keeps them (docs/volumes.md). No HTTP here: server/api/files.cc maps these calls onto routes.
+// Volumes: the workspace-owned folder that keeps `/Volumes/<catalog>/<schema>/<volume>/...` (docs/volumes.md;
+// the path rules are core/volumes/path.h). No HTTP here: server/api/files.cc maps these calls onto routes.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,36 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/volumes/path.h"
+
 namespace air::server {
-
-// A refused volume operation, with the HTTP status and Databricks error_code it maps to.
-struct FsError : std::runtime_error {
-  FsError(int status, std::string code, const std::string& message)
-      : std::runtime_error(message), status(status), code(std::move(code)) {}
-  int status;
-  std::string code;  // NOT_FOUND, ALREADY_EXISTS, INVALID_PARAMETER_VALUE, PERMISSION_DENIED, ...
-};
-
-// A parsed path: parts[0..2] are catalog, schema, volume (lower-cased, as Unity Catalog folds names);
-// the rest are the folders and file inside the volume. Fewer than 3 parts names /Volumes, a catalog or
-// a schema (listable, never writable).
-struct VolumePath {
-  std::vector<std::string> parts;
-  bool in_volume() const { return parts.size() >= 3; }
-  bool is_volume_root() const { return parts.size() == 3; }
-  std::string str() const;         // "/Volumes/main/default/ckpt/a.txt"
-  std::string volume_key() const;  // "main/default/ckpt" ("" when not in a volume)
-  std::string relative() const;    // "main/default/ckpt/a.txt" (under the storage root)
-  VolumePath child(const std::string& name) const;
-};
-
-// Accepts "/Volumes/...", "dbfs:/Volumes/..." and a trailing '/'. Refuses (FsError 400) anything else:
-// other roots, empty, "." or ".." segments, control characters, names Unity Catalog does not allow.
-VolumePath parse_volume_path(std::string_view path);
-
-// Every "/Volumes/c/s/v[/...]" mentioned in a text (a command, env values, parameters), as written
-// (trailing punctuation trimmed), without duplicates, in order of first appearance; invalid ones skipped.
-std::vector<std::string> volume_paths_in(std::string_view text);
 
 // The folder on disk that holds every volume ($AIR_HOME/volumes, or `air server --volumes-root`). Paths
 // are resolved component by component without following symbolic links, so nothing reaches outside it.

@@ -8,15 +8,11 @@
 #include <cstring>
 
 #include "core/base/error.h"
+#include "core/logs/line.h"
 
 namespace air::server {
 
 namespace {
-
-constexpr const char* kErrorWords[] = {"error", "exception", "traceback", "fatal", "killed", "timed out",
-                                       "timeout", "out of memory", "segmentation fault", "abort"};
-constexpr const char* kFatalWords[] = {"out of memory", "outofmemoryerror", "oom-kill", "oom killer",
-                                       "segmentation fault", "sigkill", "watchdog caught collective"};
 
 std::string lower(std::string_view s) {
   std::string o(s);
@@ -34,16 +30,6 @@ struct Fd {
   }
 };
 
-// The text of a stored line "<unix_ms> <o|e> <text>" (the whole line when it has another shape), without
-// copying it.
-std::string_view text_of(std::string_view line) {
-  size_t i = 0;
-  while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
-  if (i == 0 || i + 2 >= line.size() || line[i] != ' ' || (line[i + 1] != 'o' && line[i + 1] != 'e') || line[i + 2] != ' ')
-    return line;
-  return line.substr(i + 3);
-}
-
 // Case-insensitive (ASCII) search for an already lower-case needle, without allocating: the search of a
 // 1,000,000-line log is one pass over it.
 bool contains_lower(std::string_view hay, std::string_view needle_lower) {
@@ -54,18 +40,9 @@ bool contains_lower(std::string_view hay, std::string_view needle_lower) {
 }  // namespace
 
 bool line_matches(std::string_view line, LineMatch kind, std::string_view needle_lower) {
-  std::string l = lower(line);
-  if (kind == LineMatch::kText) return !needle_lower.empty() && has(l, needle_lower);
-  bool nccl_timeout = has(l, "nccl") && (has(l, "timeout") || has(l, "timed out"));
-  if (kind == LineMatch::kFatal) {
-    if (nccl_timeout) return true;
-    for (const char* w : kFatalWords)
-      if (has(l, w)) return true;
-    return false;
-  }
-  for (const char* w : kErrorWords)
-    if (has(l, w)) return true;
-  return false;
+  if (kind == LineMatch::kText) return !needle_lower.empty() && has(lower(line), needle_lower);
+  logs::LineClass c = logs::classify_line(line);
+  return kind == LineMatch::kFatal ? c == logs::LineClass::kFatal : c != logs::LineClass::kPlain;
 }
 
 void LogLineIndex::extend(File& f, const std::string& path, uint64_t size) {
@@ -150,7 +127,7 @@ int64_t LogLineIndex::find(const std::string& path, uint64_t size, uint64_t from
     if (r.lines.empty()) break;
     for (size_t k = 0; k < r.lines.size(); ++k) {
       size_t j = forward ? k : r.lines.size() - 1 - k;
-      std::string_view text = text_of(r.lines[j]);
+      std::string_view text = logs::line_text(r.lines[j]);
       bool hit = kind == LineMatch::kText ? contains_lower(text, n) : line_matches(text, kind, n);
       if (hit) return static_cast<int64_t>(lo + j);
     }

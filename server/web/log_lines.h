@@ -21,9 +21,8 @@ struct LineRange {
 // Which kind of line a search looks for.
 enum class LineMatch { kText, kError, kFatal };
 
-// true when `line` names an error (error, exception, traceback, killed, timed out, ...), or for kFatal one
-// of the failures that end a training job (CUDA/host out of memory, NCCL timeouts, segfaults, OOM kills).
-// The page's log view marks lines with the same lists (web/patterns.js); tests/server/web/web_test.cc keeps them in step.
+// kText: the line contains needle_lower (case-insensitive). kError: an error or fatal line, kFatal: a fatal
+// one, as core/logs/line.h classifies it (the page marks lines with the same tables).
 bool line_matches(std::string_view line, LineMatch kind, std::string_view needle_lower = {});
 
 class LogLineIndex {

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "core/base/error.h"
+#include "core/base/host.h"
 #include "core/wire/run_state.h"
 #include "core/volumes/namespace.h"
 #include "core/workload/workload.h"
@@ -31,22 +32,6 @@ std::string random_token() {
   std::string s = "air_";
   for (unsigned char c : b) s += a[c & 63];
   return s;
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
 }
 
 namespace {
@@ -319,7 +304,7 @@ bool Workspace::try_start_attempt(RunRecord& r) {
   api::AttemptInfo a;
   a.number = static_cast<int>(r.info.attempts.size()) + 1;
   a.state = "PENDING";
-  a.master_port = free_port();
+  a.master_port = free_loopback_port();
   a.started_at_ms = now();
   a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
                                                   json::parse(r.spec_json).value("mlflow_run_name", ""));

@@ -175,7 +175,5 @@ class Workspace {
 
 // A random token (URL-safe, 32 bytes of entropy).
 std::string random_token();
-// A free TCP port on 127.0.0.1 (bound then released).
-int free_port();
 
 }  // namespace air::server

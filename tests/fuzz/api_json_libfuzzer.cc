@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/logs/line.h"
 #include "core/wire/api.h"
 #include "core/base/error.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -36,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t kind = data[0];
   std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   if (kind % 16 == 15) {
-    (void)air::api::parse_log_line(body);
+    (void)air::logs::parse_log_line(body);
     return 0;
   }
   json j = json::parse(body, nullptr, false);

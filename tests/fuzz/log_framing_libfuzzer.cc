@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/logs/line.h"
 #include "core/wire/api.h"
 #include "core/logs/framing.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -17,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char stream = data[2] % 2 ? 'e' : 'o';
   std::string_view in(reinterpret_cast<const char*>(data + 3), size - 3);
 
-  air::launcher::LineFramer framer(stream, max_line);
-  air::launcher::LogTail tail(256);
+  air::logs::LineFramer framer(stream, max_line);
+  air::logs::LogTail tail(256);
   std::string out;
   int64_t now = 1700000000000;
   for (size_t at = 0; at < in.size(); at += step, ++now) {
@@ -41,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t nl = out.find('\n', pos);
     FUZZ_CHECK(nl != std::string::npos, "framed output does not end with a newline");
     std::string_view line(out.data() + pos, nl - pos);
-    auto parsed = air::api::parse_log_line(line);
+    auto parsed = air::logs::parse_log_line(line);
     FUZZ_CHECK(parsed.time_ms >= 1700000000000 && parsed.stream == stream, "a framed line has a bad prefix");
     FUZZ_CHECK(parsed.text.size() <= max_line, "a framed line is longer than the maximum");
     rebuilt += parsed.text;

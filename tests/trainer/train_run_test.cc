@@ -12,6 +12,7 @@
 
 #include "trainer/model/llama_config.h"
 #include "trainer/model/model.h"
+#include "tests/trainer/reference_engine.h"
 #include "trainer/trainer.h"
 
 using namespace air::train;
@@ -110,14 +111,13 @@ TEST_CASE("train: the engine's hand-written backward follows the autograd refere
   for (int e = 0; e < 2; ++e) {
     fs::path dir = temp_dir(e ? "ref_engine" : "engine");
     TrainConfig c = tiny((dir / "ckpt").string());
-    c.engine = e ? "local" : "auto";
     c.activation_checkpointing = "false";
     c.max_steps = 6;
     c.save = false;
     std::ostringstream log;
-    TrainResult r = run_training(c, log);
+    TrainResult r = e ? run_training(c, log, air::train::testing::make_reference_engine) : run_training(c, log);
     INFO(log.str());
-    REQUIRE(log.str().find(e ? "engine: local engine" : "engine: fsdp engine") != std::string::npos);
+    REQUIRE(log.str().find(e ? "engine: reference engine" : "engine: fsdp engine") != std::string::npos);
     losses[e] = r.losses;
     norms[e] = r.grad_norms;
   }

@@ -1,8 +1,6 @@
 // Sharded checkpoints: per-rank safetensors files of flat shards + a JSON state from rank 0; `latest` is
 // the commit point. Resharding to another world size works because a unit's flat layout does not depend
 // on the world size (only its padding does).
-// Until the trainer's model and checkpoint code is in the tree, this file compiles to nothing.
-#if __has_include("trainer/checkpoint/safetensors.h")
 #include "trainer/checkpoint/sharded.h"
 
 #include <ATen/ATen.h>
@@ -236,4 +234,3 @@ bool load_sharded_checkpoint(Fsdp& fsdp, const std::string& dir, LoopState& loop
 
 }  // namespace air::train
 
-#endif  // __has_include("trainer/checkpoint/safetensors.h")

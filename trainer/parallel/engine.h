@@ -1,7 +1,8 @@
-// The seam between the training loop and where parameters live. LocalEngine keeps the whole model on one
-// device (one process). The FSDP engine implements the same interface with sharded parameters: it gathers
+// The seam between the training loop and where parameters live. The product has one engine, FSDP at every
+// world size (trainer/parallel/fsdp_engine.cc; at world size 1 it gathers and copies nothing): it gathers
 // each block before block_forward, reduce-scatters gradients, clips from the shards, steps AdamW on its
-// shard, and gathers unit by unit when saving. The loop (trainer.cc) never knows which one it drives.
+// shard, and gathers unit by unit when saving. The tests drive the same loop with an autograd reference
+// engine (tests/trainer/reference_engine.h) through this interface.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include "trainer/checkpoint/hf_checkpoint.h"
+#include "trainer/checkpoint/sharded.h"
 #include "trainer/config.h"
 #include "trainer/batches.h"
 #include "trainer/model/llama_config.h"
@@ -46,12 +48,20 @@ class Engine {
   virtual std::string describe() const = 0;  // one line for the start-up banner
   // Decisions made during the first step (e.g. which blocks recompute), printed after it; may be empty.
   virtual std::string after_first_step() const { return ""; }
+  // Writes this rank's shards and optimizer state plus `loop` under dir/step-N; every rank calls it.
+  virtual void save_sharded(const std::string& dir, const LoopState& loop) = 0;
+  // Restores the newest complete sharded checkpoint under dir; returns false when there is none.
+  virtual bool load_sharded(const std::string& dir, LoopState& loop) = 0;
 };
 
 // Builds the parameters on `device` in `dtype`: the checkpoint's weights (init: pretrained) or HF's random
 // initialisation from the seed (init: random).
 LlamaModel build_model(const EngineSetup& s, at::Device device, at::ScalarType dtype);
 
-std::unique_ptr<Engine> make_local_engine(const EngineSetup& s);
+// The FSDP engine. Joins the process group from the environment (RANK, WORLD_SIZE, MASTER_ADDR, ...; NCCL
+// when s.device is CUDA, else Gloo) and shards the model built by build_model(). Gradient accumulation
+// reduce-scatters every micro-batch unless grad_sync: step (then once per step, keeping unsharded fp32
+// gradients).
+std::unique_ptr<Engine> make_fsdp_engine(const EngineSetup& s);
 
 }  // namespace air::train

@@ -1,9 +1,7 @@
 // The FSDP engine: builds the Llama model on the CPU, shards it unit by unit onto the device (root unit
 // first, then the blocks, so prefetching follows the forward order), and runs each micro-batch as
 // embed -> blocks -> head + loss, every piece a checkpointed FSDP unit.
-// Until the trainer's model and checkpoint code is in the tree, this file compiles to nothing.
-#if __has_include("trainer/parallel/engine.h")
-#include "trainer/parallel/fsdp_engine.h"
+#include "trainer/parallel/engine.h"
 
 #include <ATen/Context.h>
 #include <ATen/core/grad_mode.h>
@@ -50,7 +48,7 @@ void apply_sm_carveout() {
 #endif
 }
 
-class FsdpEngine : public ShardedEngine {
+class FsdpEngine : public Engine {
  public:
   explicit FsdpEngine(const EngineSetup& s)
       : s_(s),
@@ -267,8 +265,7 @@ class FsdpEngine : public ShardedEngine {
 
 }  // namespace
 
-std::unique_ptr<ShardedEngine> make_fsdp_engine(const EngineSetup& s) { return std::make_unique<FsdpEngine>(s); }
+std::unique_ptr<Engine> make_fsdp_engine(const EngineSetup& s) { return std::make_unique<FsdpEngine>(s); }
 
 }  // namespace air::train
 
-#endif  // __has_include("trainer/parallel/engine.h")

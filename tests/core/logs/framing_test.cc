@@ -3,8 +3,8 @@
 
 #include "core/logs/framing.h"
 
-using air::launcher::LineFramer;
-using air::launcher::LogTail;
+using air::logs::LineFramer;
+using air::logs::LogTail;
 
 TEST_CASE("framer emits each complete line with its time and stream", "[framing]") {
   LineFramer f('o');

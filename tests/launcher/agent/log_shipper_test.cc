@@ -16,6 +16,7 @@
 #include "tests/launcher/test_workspace.h"
 
 using namespace air::launcher;
+using air::logs::LineFramer;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 

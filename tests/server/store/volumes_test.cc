@@ -1,5 +1,5 @@
-// Volume path rules and the store on a real folder: names, escapes (.., symlinks out), atomic writes,
-// paging, usage, and the /Volumes paths a workload names.
+// The volume store on a real folder: escapes (symlinks out), atomic writes, paging, usage. (The path rules:
+// tests/core/volumes/path_test.cc.)
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include "server/store/volumes.h"
 
 namespace fs = std::filesystem;
+using namespace air;
 using namespace air::server;
 
 namespace {
@@ -23,59 +24,12 @@ struct TempRoot {
   ~TempRoot() { fs::remove_all(dir); }
 };
 
-std::string refusal(const std::string& path) {
-  try {
-    parse_volume_path(path);
-  } catch (const FsError& e) {
-    return std::to_string(e.status) + " " + e.what();
-  }
-  return "accepted";
-}
-
 std::string slurp(const std::string& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
-
-TEST_CASE("volumes: paths parse with dbfs: or without, names fold to lower case") {
-  auto p = parse_volume_path("dbfs:/Volumes/Main/Default/Ckpt/Sub/File.TXT");
-  CHECK(p.parts == std::vector<std::string>{"main", "default", "ckpt", "Sub", "File.TXT"});
-  CHECK(p.str() == "/Volumes/main/default/ckpt/Sub/File.TXT");
-  CHECK(p.volume_key() == "main/default/ckpt");
-  CHECK(parse_volume_path("/Volumes/main/default/ckpt/").is_volume_root());
-  CHECK(parse_volume_path("/Volumes").parts.empty());
-  CHECK_FALSE(parse_volume_path("/Volumes/main/default").in_volume());
-}
-
-TEST_CASE("volumes: paths that escape or break Unity Catalog's naming rules are refused") {
-  CHECK(refusal("/Volumes/main/default/ckpt/../../../etc/passwd") ==
-        "400 invalid volume path '/Volumes/main/default/ckpt/../../../etc/passwd': '.' and '..' segments are not allowed");
-  CHECK(refusal("/Volumes/main/../x") ==
-        "400 invalid volume path '/Volumes/main/../x': '.' and '..' segments are not allowed");
-  CHECK(refusal("/tmp/x") == "400 invalid volume path '/tmp/x': volume paths start with /Volumes/<catalog>/<schema>/<volume>");
-  CHECK(refusal("/VolumesX/a/b/c") ==
-        "400 invalid volume path '/VolumesX/a/b/c': volume paths start with /Volumes/<catalog>/<schema>/<volume>");
-  CHECK(refusal("/Volumes/main//ckpt") == "400 invalid volume path '/Volumes/main//ckpt': it has an empty segment ('//')");
-  CHECK(refusal("/Volumes/my.cat/default/v") ==
-        "400 invalid volume path '/Volumes/my.cat/default/v': the catalog name 'my.cat' has a character Unity Catalog "
-        "does not allow in names (period, space or control character)");
-  CHECK(refusal("/Volumes/main/my schema/v").find("the schema name 'my schema'") != std::string::npos);
-  CHECK(refusal(std::string("/Volumes/main/default/v/a\nb")).find("control character") != std::string::npos);
-  CHECK(refusal("/Volumes/main/default/" + std::string(256, 'v')).find("longer than 255") != std::string::npos);
-  CHECK(refusal("/Volumes/main/default/ckpt/file.v1.txt") == "accepted");  // periods are fine below the volume
-}
-
-TEST_CASE("volumes: the paths a workload names are found in commands, parameters and env values") {
-  auto found = volume_paths_in(
-      "air-torchrun ... --set output_dir=/Volumes/main/default/ckpt/tiny && ls '/Volumes/main/default/data/'\n"
-      "output_dir: /Volumes/Main/Default/air_checkpoints/llama31-8b-sft\nlog: \"/Volumes/main/default\"\n"
-      "again: /Volumes/main/default/ckpt/tiny.\nper node: /Volumes/main/default/logs/n$NODE_RANK.txt");
-  CHECK(found == std::vector<std::string>{"/Volumes/main/default/ckpt/tiny", "/Volumes/main/default/data",
-                                          "/Volumes/main/default/air_checkpoints/llama31-8b-sft",
-                                          "/Volumes/main/default/logs"});
-}
 
 TEST_CASE("volumes: writes are atomic, refuse to replace without overwrite, and list in pages") {
   TempRoot t;

@@ -121,31 +121,7 @@ TEST_CASE("the page's files are embedded: index.html loads app.js as a module, n
   std::string html(reinterpret_cast<const char*>(index->data), index->size);
   CHECK(html.find("src=\"/web/app.js\"") != std::string::npos);
   CHECK(html.find("http") == std::string::npos);  // nothing from elsewhere
-  for (const char* name : {"app.js", "api.js", "logview.js", "chart.js", "charts.js", "run.js", "runs.js", "style.css"})
+  for (const char* name : {"app.js", "api.js", "logview.js", "metric_chart.js", "charts_panel.js", "run_page.js", "runs_page.js", "style.css"})
     CHECK(find_web_asset(name) != nullptr);
   CHECK(find_web_asset("../CMakeLists.txt") == nullptr);
-}
-
-TEST_CASE("the page marks lines with the same words the server searches for (web/patterns.js)") {
-  std::ifstream in(std::string(AIR_TEST_DATA_DIR) + "/../web/patterns.js");
-  std::string js((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE(!js.empty());
-  auto words = [&](const std::string& name) {
-    std::vector<std::string> out;
-    size_t at = js.find(name + " = [");
-    REQUIRE(at != std::string::npos);
-    size_t end = js.find("];", at);
-    for (size_t q = js.find('\'', at); q < end; q = js.find('\'', q + 1)) {
-      size_t close = js.find('\'', q + 1);
-      out.push_back(js.substr(q + 1, close - q - 1));
-      q = close;
-    }
-    return out;
-  };
-  auto errors = words("ERROR_WORDS"), fatal = words("FATAL_WORDS");
-  CHECK(errors.size() == 10);
-  CHECK(fatal.size() == 7);
-  for (const auto& w : errors) CHECK(line_matches("x " + w + " y", LineMatch::kError));
-  for (const auto& w : fatal) CHECK(line_matches("x " + w + " y", LineMatch::kFatal));
-  CHECK_FALSE(line_matches("all good", LineMatch::kFatal));
 }

@@ -21,12 +21,6 @@
 #include "trainer/parallel/fsdp.h"
 #include "trainer/checkpoint/sharded.h"
 
-// Sharded checkpoints need the trainer's safetensors code.
-#if __has_include("trainer/checkpoint/safetensors.h")
-#define AIR_HAVE_SHARDED_CHECKPOINT 1
-#else
-#define AIR_HAVE_SHARDED_CHECKPOINT 0
-#endif
 
 namespace fs = std::filesystem;
 using air::train::Fsdp;
@@ -231,9 +225,7 @@ TEST_CASE("fsdp toy worker", "[.]") {
   const char* ckpt = std::getenv("AIR_FSDP_TOY_CKPT");
   int stop = env_or("AIR_FSDP_TOY_STOP", kSteps);
   air::train::LoopState loop;
-#if AIR_HAVE_SHARDED_CHECKPOINT
   if (ckpt) air::train::load_sharded_checkpoint(fsdp, ckpt, loop);
-#endif
 
   std::ostringstream out;
   out.precision(10);
@@ -259,9 +251,7 @@ TEST_CASE("fsdp toy worker", "[.]") {
     fsdp.step({kLr, 0.9, 0.999, 1e-8, kWeightDecay});
     dist->all_reduce_sum(loss_sum);
     out << "loss " << step << " " << loss_sum.item<double>() << "\n";
-#if AIR_HAVE_SHARDED_CHECKPOINT
     if (ckpt && step + 1 == stop) air::train::save_sharded_checkpoint(fsdp, ckpt, {step + 1, 0, 0, 0});
-#endif
   }
   for (size_t u = 0; u < fsdp.units().size(); ++u) {
     for (const auto& [name, value] : fsdp.gather_full_params(u, torch::kFloat)) {
@@ -299,7 +289,6 @@ TEST_CASE("fsdp clipping well below the gradient norm matches torch's clip_grad_
   check_matches_reference(l.result, 0.02);
 }
 
-#if AIR_HAVE_SHARDED_CHECKPOINT
 void check_resume(int first_world, int second_world) {
   char tmpl[] = "/tmp/air-fsdp-ckpt-XXXXXX";
   fs::path dir = mkdtemp(tmpl);
@@ -320,7 +309,6 @@ void check_resume(int first_world, int second_world) {
 TEST_CASE("fsdp resume from a sharded checkpoint continues the same curve") { check_resume(2, 2); }
 
 TEST_CASE("fsdp resume with another world size reshards the checkpoint") { check_resume(3, 2); }
-#endif
 
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

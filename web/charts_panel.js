@@ -2,7 +2,7 @@
 // the run trains, rows after the page's cursor are appended (or, once a series is sampled, the series is
 // re-sampled); a zoom re-samples that step range; another run's curve can be overlaid.
 import { API, getJson, q } from './api.js';
-import { Chart } from './chart.js';
+import { Chart } from './metric_chart.js';
 import { el } from './dom.js';
 
 const order = (a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b));

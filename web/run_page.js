@@ -2,7 +2,7 @@
 // of every metric, a live log per node, and the configuration (the YAML as submitted: secret references
 // only, values never leave the workspace). Polls the run every second until it ends.
 import { API, getJson } from './api.js';
-import { ChartsPanel } from './charts.js';
+import { ChartsPanel } from './charts_panel.js';
 import { el, fmtDuration, fmtTime, stateBadge, TERMINAL } from './dom.js';
 import { LogView } from './logview.js';
 import { classify } from './patterns.js';
