@@ -40,7 +40,7 @@ export function fmtNum(v) {
   return Number(v.toPrecision(5)).toString();
 }
 
-export const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELED', 'TIMED_OUT']);
+export const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELED', 'TIMED_OUT', 'PREEMPTED']);  // PREEMPTED: attempts only
 
 export function stateBadge(state) {
   return el('span', { class: `badge st-${state.toLowerCase()}`, text: state });

@@ -111,6 +111,12 @@ void fields(V& v, auto&& f) {
   f("attempts", v.attempts);
   f("volumes", v.volumes);
   f("notices", v.notices);
+  f("pool_id", v.pool_id);
+  f("priority_class", v.priority_class);
+  f("queue_position", v.queue_position);
+  f("queue_length", v.queue_length);
+  f("gpus_reserved", v.gpus_reserved);
+  f("estimated_start_ms", v.estimated_start_ms);
 }
 
 template <class V> requires Is<V, RunList>

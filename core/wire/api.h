@@ -92,6 +92,12 @@ struct RunInfo {
   std::string idempotency_key;
   int current_attempt = 0;    // 0 until the first attempt starts
   std::vector<AttemptInfo> attempts;
+  std::string pool_id;                     // compute.pool_id; "" for the workspace's default pool
+  std::string priority_class = "NORMAL";   // BEST_EFFORT | NORMAL | CRITICAL
+  // While the run waits for GPUs, from the scheduler's last pass (docs/scheduler.md); 0 / none otherwise.
+  int queue_position = 0, queue_length = 0;
+  int gpus_reserved = 0;                   // the head of its pool's queue: free GPUs held for it
+  std::optional<int64_t> estimated_start_ms;
   std::vector<VolumeUsage> volumes;   // GET /runs/{id} only
   std::vector<std::string> notices;   // said once, in the reply to POST /runs (e.g. no private /Volumes)
 };

@@ -6,8 +6,8 @@
 namespace air {
 
 namespace {
-constexpr std::array<std::string_view, 6> kNames = {"PENDING",  "RUNNING",  "SUCCEEDED",
-                                                     "FAILED",   "CANCELED", "TIMED_OUT"};
+constexpr std::array<std::string_view, 7> kNames = {"PENDING", "RUNNING",   "SUCCEEDED", "FAILED",
+                                                     "CANCELED", "TIMED_OUT", "PREEMPTED"};
 }
 
 bool is_terminal(RunState s) { return static_cast<int>(s) >= static_cast<int>(RunState::kSucceeded); }

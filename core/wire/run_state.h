@@ -1,5 +1,7 @@
 // Run states, ordered, with is_terminal(): the one vocabulary the workspace, the CLI and the agent share.
-// Order matters: PENDING < RUNNING < every terminal state (a run never goes back).
+// Order matters: PENDING < RUNNING < every terminal state. PREEMPTED ends an attempt only (a CRITICAL
+// run took its GPUs): the run itself goes back to PENDING, queued again with its place, and is never
+// PREEMPTED itself. That is the one way back for a run.
 #pragma once
 #include <optional>
 #include <string>
@@ -7,7 +9,7 @@
 
 namespace air {
 
-enum class RunState : int { kPending = 0, kRunning, kSucceeded, kFailed, kCanceled, kTimedOut };
+enum class RunState : int { kPending = 0, kRunning, kSucceeded, kFailed, kCanceled, kTimedOut, kPreempted };
 
 bool is_terminal(RunState s);
 std::string to_string(RunState s);

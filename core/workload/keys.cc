@@ -40,7 +40,10 @@ FieldSpec build() {
              {}, {}, accelerator_names()),
        field("num_accelerators", T::kInteger, true,
              "Total accelerators across all nodes; a positive multiple of the type's accelerators per node "
-             "(16 with GPU_8xH100 gives 2 nodes of 8).")});
+             "(16 with GPU_8xH100 gives 2 nodes of 8)."),
+       field("pool_id", T::kString, false,
+             "The GPU pool of the workspace the run waits in and runs on (server.conf [pools]; on Slurm a "
+             "partition). Absent: the workspace's default pool.")});
   FieldSpec docker = field(
       "docker_image", T::kObject, false,
       "A registered container image to run in, instead of dependencies and version.",
@@ -73,10 +76,20 @@ FieldSpec build() {
              "Only these relative paths under root_path go into the snapshot (non-empty list, no '..')."),
        field("remote_volume", T::kString, false, "Where snapshots are stored remotely; must start with /Volumes/."),
        git});
+  // Two forms: the nested `type: snapshot` + `snapshot: {...}` of the Go CLI, and the flat `root_path: .`
+  // (with include_paths, remote_volume, git) of the public docs. rules.cc requires one complete form.
+  FieldSpec flat_root = snapshot.children[0];
+  flat_root.required = false;
+  flat_root.description = "The flat form: the project folder to upload (instead of type + snapshot); relative paths "
+                   "resolve against the YAML file's folder.";
   FieldSpec code_source = field(
       "code_source", T::kObject, false,
-      "The code to ship to every node, unpacked at $CODE_SOURCE_PATH.",
-      {field("type", T::kString, true, "The kind of code source.", {}, {}, {"snapshot"}), snapshot});
+      "The code to ship to every node, unpacked at $CODE_SOURCE_PATH: `root_path: .` or `type: snapshot` with "
+      "`snapshot: {root_path: .}`.",
+      {field("type", T::kString, false, "The kind of code source (the nested form; with snapshot).", {}, {},
+             {"snapshot"}),
+       snapshot, flat_root, snapshot.children[1], snapshot.children[2], snapshot.children[3]});
+  code_source.children[1].required = false;
   FieldSpec permission = field(
       "permissions", T::kObjectList, false, "Who else may see or manage the run (exactly one principal each).",
       {field("user_name", T::kString, false, "A user principal."),
@@ -105,6 +118,10 @@ FieldSpec build() {
        field("stall_timeout_minutes", T::kNumber, false,
              "Fails the attempt when a running node writes no log line for this many minutes (> 0, fractions "
              "allowed), naming the stalled node; the attempt is then retried per max_retries."),
+       field("priority_class", T::kString, false,
+             "The run's class in its pool's queue: CRITICAL runs first and may preempt BEST_EFFORT runs, "
+             "NORMAL next, BEST_EFFORT last.",
+             {}, "NORMAL", {"BEST_EFFORT", "NORMAL", "CRITICAL"}),
        field("idempotency_token", T::kString, false,
              "Submitting twice with the same token gives the same run (1-64 characters)."),
        field("mlflow_run_name", T::kString, false, "The MLflow run name: 1-100 characters of A-Z a-z 0-9 _ -."),

@@ -143,6 +143,10 @@ void WorkloadDecoder::decode_compute(Entry e, Compute& c) {
             hint);
     }
   }
+  if (Entry pool = get(m, "pool_id")) {
+    c.pool_id = trim(*text(pool));
+    if (c.pool_id.empty()) error_key(pool, "'compute.pool_id' is empty", "remove it to use the default pool");
+  }
   if (acc) {
     c.accelerators_per_node = acc->per_node;
     c.gpu = acc->gpu;

@@ -16,6 +16,7 @@ struct Compute {
   int accelerators_per_node = 0;  // from the catalog
   int nodes = 0;                  // num_accelerators / accelerators_per_node
   bool gpu = true;                // false for the CPU type
+  std::string pool_id;            // the workspace's GPU pool; "" for its default
 };
 
 struct DockerImage {
@@ -69,6 +70,7 @@ struct Workload {
   int max_retries = 3;
   std::optional<int> timeout_minutes;
   std::optional<double> stall_timeout_minutes;  // fractions allowed (0.5 = 30 s)
+  std::string priority_class = "NORMAL";  // BEST_EFFORT | NORMAL | CRITICAL (docs/scheduler.md)
   std::string idempotency_token;
   std::string mlflow_run_name;
   std::string mlflow_experiment_directory;

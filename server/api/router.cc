@@ -321,6 +321,7 @@ class Api {
 struct NodeBackend {
   std::unique_ptr<Backend> backend;
   std::string name, advertise_url;
+  ServerConfig file;  // $home/server.conf
 };
 
 // The backend from the flags, else $home/server.conf, else local.
@@ -346,11 +347,15 @@ NodeBackend make_backend(const ServerOptions& o) {
     so.partition = pick(o.slurm_partition, f.slurm_partition);
     so.account = pick(o.slurm_account, f.slurm_account);
     so.extra_options = o.slurm_options.empty() ? f.slurm_options : o.slurm_options;
+    so.pool_partitions = f.slurm_pool_partitions;
+    so.class_qos = f.slurm_class_qos;
+    so.class_nice = f.slurm_class_nice;
     so.air_binary = o.air_binary;
     nb.backend = std::make_unique<SlurmBackend>(so);
   } else {
     throw usage_error("unknown backend '" + nb.name + "'", "use --backend local, slurm or external");
   }
+  nb.file = std::move(f);
   return nb;
 }
 
@@ -397,6 +402,12 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   NodeBackend nb = make_backend(o);
   wo.probe_volumes_ns = nb.name == "local";  // Slurm nodes are other machines: their agents say it
+  // The scheduler's pools: GPU counts on this machine; on Slurm the pools that map to partitions.
+  for (const auto& [name, gpus] : nb.file.pools) wo.pools.push_back({name, gpus});
+  if (nb.name == "slurm" && wo.pools.empty())
+    for (const auto& [name, partition] : nb.file.slurm_pool_partitions) wo.pools.push_back({name, 0});
+  if (nb.file.default_runtime_minutes) wo.default_runtime_minutes = *nb.file.default_runtime_minutes;
+  if (nb.file.preemption) wo.preemption = *nb.file.preemption;
   Workspace ws(wo, std::move(nb.backend));
   Api api(*srv, ws);  // lives as long as the server: the routes capture it
   api.install();

@@ -32,6 +32,8 @@ struct AttemptLaunch {
   int accelerators_per_node = 0;
   bool gpu = false;
   std::optional<int> timeout_minutes;
+  std::string pool;            // compute.pool_id ("" for the default pool); Slurm: a partition
+  std::string priority_class;  // BEST_EFFORT | NORMAL | CRITICAL; Slurm: a QOS or --nice
 };
 
 struct AttemptLaunchResult {

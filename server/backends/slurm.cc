@@ -33,8 +33,13 @@ std::vector<std::string> sbatch_argv(const AttemptLaunch& l, const SlurmOptions&
                                 "--output=" + l.attempt_dir + "/slurm-%j.out"};
   if (l.gpu && l.accelerators_per_node > 0) a.push_back(fmt::format("--gpus-per-node={}", l.accelerators_per_node));
   if (l.timeout_minutes && *l.timeout_minutes > 0) a.push_back(fmt::format("--time={}", *l.timeout_minutes));
-  if (!o.partition.empty()) a.push_back("--partition=" + o.partition);
+  auto pool = o.pool_partitions.find(l.pool);
+  std::string partition = pool != o.pool_partitions.end() ? pool->second : o.partition;
+  if (!partition.empty()) a.push_back("--partition=" + partition);
   if (!o.account.empty()) a.push_back("--account=" + o.account);
+  std::string cls = l.priority_class.empty() ? "NORMAL" : l.priority_class;
+  if (auto q = o.class_qos.find(cls); q != o.class_qos.end()) a.push_back("--qos=" + q->second);
+  if (auto n = o.class_nice.find(cls); n != o.class_nice.end()) a.push_back(fmt::format("--nice={}", n->second));
   for (const auto& x : o.extra_options) a.push_back(x);
   a.push_back(script);
   return a;

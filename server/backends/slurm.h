@@ -3,6 +3,7 @@
 // cancels it with `scancel`. Every client command runs with a deadline (docs/slurm.md).
 #pragma once
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct SlurmOptions {
   std::string partition;                   // --partition (empty: the cluster's default)
   std::string account;                     // --account (empty: the user's default)
   std::vector<std::string> extra_options;  // more sbatch options, e.g. --qos=high; they come last, so they win
+  // compute.pool_id -> --partition (instead of `partition`); priority_class -> --qos and/or --nice.
+  std::map<std::string, std::string> pool_partitions, class_qos;
+  std::map<std::string, int> class_nice;
   std::string air_binary;                  // the `air` the nodes run (the same path on every node)
   std::chrono::milliseconds submit_timeout{30000};  // sbatch
   std::chrono::milliseconds query_timeout{15000};   // squeue, scancel

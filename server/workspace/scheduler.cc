@@ -97,7 +97,7 @@ void Workspace::begin_stop(RunRecord& r, const std::string& kind, const std::str
   r.stop_reason = reason;
   r.stop_started_ms = now();
   r.info.status_message = kind == "cancel" ? "canceling: stopping every node"
-                          : kind == "timeout" ? reason + "; stopping every node"
+                          : kind == "timeout" || kind == "preempt" ? reason + "; stopping every node"
                                               : reason + "; stopping the other nodes";
   // A batch job none of whose agents has started (still queued) cannot hear "stop": remove it now.
   if (api::AttemptInfo* a = current(r); a && !a->job_id.empty()) {
@@ -136,6 +136,7 @@ void Workspace::finish_attempt(RunRecord& r) {
   services_->end_mlflow_run(a->mlflow_run_id, kind.empty() && all_ok ? "SUCCEEDED"
                                               : kind == "cancel"     ? "CANCELED"
                                               : kind == "timeout"    ? "TIMED_OUT"
+                                              : kind == "preempt"    ? "PREEMPTED"
                                                                      : "FAILED");
   auto end_run = [&](const std::string& state, const std::string& message) {
     a->state = state;
@@ -153,24 +154,28 @@ void Workspace::finish_attempt(RunRecord& r) {
   } else if (kind == "timeout") {
     a->reason = r.stop_reason;
     end_run("TIMED_OUT", r.stop_reason);
+  } else if (kind == "preempt") {
+    // Not the run's end and not a failure: no retry is spent; the run waits again with its place.
+    a->state = "PREEMPTED";
+    a->reason = r.stop_reason;
+    r.info.state = "PENDING";
+    restarted_runs_.erase(r.info.run_id);
+    requeue(r, fmt::format("attempt {} {}", a->number, r.stop_reason));
   } else {
     a->state = "FAILED";
     if (a->reason.empty()) a->reason = r.stop_reason;
-    bool can_retry = r.info.max_retries < 0 || a->number <= r.info.max_retries;
-    if (can_retry) {
+    int failures = 0;  // preempted attempts were not failures: they spend no retry
+    for (const auto& x : r.info.attempts) failures += x.state == "PREEMPTED" ? 0 : 1;
+    if (r.info.max_retries < 0 || failures <= r.info.max_retries) {
       restarted_runs_.erase(r.info.run_id);
-      std::string reason = a->reason;
-      int number = a->number;
-      if (!try_start_attempt(r)) {
-        r.info.current_attempt = number;  // retried from tick once GPUs free up
-        r.stop_kind = "retry";
-      }
-      r.info.status_message = fmt::format("attempt {} failed ({}); retrying", number, reason);
+      // Queued again with its place: the next pass starts it when its GPUs are free.
+      requeue(r, fmt::format("attempt {} failed ({}); retrying", a->number, a->reason));
     } else {
       end_run("FAILED", a->reason + (a->number > 1 ? fmt::format(" (after {} attempts)", a->number) : ""));
     }
   }
   save(r);
+  schedule();  // its GPUs are free (and it may be queued again): the queue moves now, not on the next tick
   logs_.wake();
 }
 
@@ -183,6 +188,7 @@ void Workspace::tick() {
     auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
     if (!is_terminal(st)) tick_run(r);
   }
+  schedule();
   // Agents of ended attempts normally exit on their own; whatever is left after the grace is killed, so
   // a run never leaves a process behind.
   int64_t t = now();
@@ -197,11 +203,7 @@ void Workspace::tick() {
 
 void Workspace::tick_run(RunRecord& r) {
   api::AttemptInfo* a = current(r);
-  if (!a || r.stop_kind == "retry") {
-    // try_start_attempt clears stop_kind once the new attempt is under way; until then the run waits.
-    if (try_start_attempt(r)) save(r);
-    return;
-  }
+  if (!a || waiting(r)) return;  // queued: schedule() starts it
   if (attempt_ended(*a)) return;
   int64_t t = now();
   if (!r.stop_kind.empty()) {

@@ -44,12 +44,7 @@ void Workspace::run_launches() {
   }
   for (const auto& l : todo) {
     AttemptLaunchResult res;
-    std::string error;
-    try {
-      res = backend_->launch_attempt(l);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    std::string error = launch(l, res);
     std::lock_guard<std::mutex> g(mu_);
     auto it = runs_.find(l.run_id);
     api::AttemptInfo* a = it == runs_.end() ? nullptr : current(it->second);

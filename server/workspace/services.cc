@@ -34,9 +34,9 @@ std::vector<Diagnostic> WorkspaceServices::missing_secrets(const Workload& w, co
 }
 
 std::string WorkspaceServices::attempt_mlflow_run(const std::string& run_id, int attempt,
-                                                  const std::string& experiment_name) {
+                                                  const std::string& experiment_name, const std::string& run_name) {
   try {
-    return mlflow_->attempt_run(run_id, attempt, experiment_name);
+    return mlflow_->attempt_run(run_id, attempt, experiment_name, run_name);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "air server: cannot create the MLflow run of %s attempt %d: %s\n", run_id.c_str(), attempt,
                  e.what());
@@ -46,9 +46,8 @@ std::string WorkspaceServices::attempt_mlflow_run(const std::string& run_id, int
 
 void WorkspaceServices::end_mlflow_run(const std::string& mlflow_run_id, const std::string& attempt_state) {
   if (mlflow_run_id.empty()) return;
-  std::string status = attempt_state == "SUCCEEDED" ? "FINISHED"
-                       : attempt_state == "CANCELED" || attempt_state == "TIMED_OUT" ? "KILLED"
-                                                                                     : "FAILED";
+  bool killed = attempt_state == "CANCELED" || attempt_state == "TIMED_OUT" || attempt_state == "PREEMPTED";
+  std::string status = attempt_state == "SUCCEEDED" ? "FINISHED" : killed ? "KILLED" : "FAILED";
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();

@@ -63,6 +63,7 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       logs_(opts_.home + "/runs"),
       services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
+  setup_pools();
 }
 
 Workspace::~Workspace() { stop(); }
@@ -99,19 +100,9 @@ void Workspace::start() {
       if (is_terminal(state)) continue;
       if (auto* a = current(r)) {
         restarted_runs_.insert(id);
-        for (const auto& n : a->nodes) {
-          runtime_[{id, a->number, n.rank}].last_seen_ms = now();
-          if (!n.gpus.empty())
-            for (auto& tok : std::vector<std::string>{n.gpus}) {
-              size_t pos = 0;
-              while (pos <= tok.size()) {
-                auto comma = tok.find(',', pos);
-                gpus_in_use_.insert(std::atoi(tok.substr(pos, comma - pos).c_str()));
-                if (comma == std::string::npos) break;
-                pos = comma + 1;
-              }
-            }
-        }
+        for (const auto& n : a->nodes) runtime_[{id, a->number, n.rank}].last_seen_ms = now();
+        if (!waiting(r) && !is_terminal(run_state_from_string(a->state).value_or(RunState::kFailed)))
+          claim_gpus(*a);
       }
     }
   }
@@ -199,13 +190,16 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                     missing);
   if (!req.snapshot_digest.empty() && !blobs_.has(req.snapshot_digest))
     throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
-  if (w.compute.gpu && backend_->total_gpus() >= 0 &&
-      w.compute.nodes * w.compute.accelerators_per_node > backend_->total_gpus())
+  std::vector<std::string> notices;
+  std::string pool = pool_for(w.compute.pool_id, notices);
+  if (auto it = pool_gpus_.find(pool);
+      w.compute.gpu && it != pool_gpus_.end() && w.compute.nodes * w.compute.accelerators_per_node > it->second.second)
     throw HttpError(400, "INSUFFICIENT_RESOURCES",
-                    fmt::format("{} x {} needs {} GPUs on {} node(s), but this workspace's machine has {}",
-                                w.compute.num_accelerators, w.compute.accelerator_type,
-                                w.compute.nodes * w.compute.accelerators_per_node, w.compute.nodes,
-                                backend_->total_gpus()));
+                    fmt::format("{} x {} needs {} GPUs on {} node(s), but {} has {}", w.compute.num_accelerators,
+                                w.compute.accelerator_type, w.compute.nodes * w.compute.accelerators_per_node,
+                                w.compute.nodes,
+                                opts_.pools.empty() ? "this workspace's machine" : "pool '" + pool + "'",
+                                it->second.second));
 
   std::lock_guard<std::mutex> g(mu_);
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
@@ -218,7 +212,9 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
   i.run_id = new_run_id();
   i.experiment_name = w.experiment_name;
   i.state = "PENDING";
-  i.status_message = "waiting for nodes";
+  i.status_message = "queued";
+  i.pool_id = pool;
+  i.priority_class = w.priority_class;
   i.accelerator_type = w.compute.accelerator_type;
   i.num_accelerators = w.compute.num_accelerators;
   i.accelerators_per_node = w.compute.accelerators_per_node;
@@ -244,110 +240,22 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                      {"gpu", w.compute.gpu},
                      {"secrets", secrets},
                      {"dependencies", w.environment.dependencies},
-                     {"environment_version", w.environment.version.value_or("")}}
+                     {"environment_version", w.environment.version.value_or("")},
+                     {"mlflow_run_name", w.mlflow_run_name}}
                     .dump();
   if (!key.empty()) idempotency_[key] = i.run_id;
   std::string id = i.run_id;
   runs_[id] = std::move(r);
   RunRecord& stored = runs_[id];
   save(stored);
-  try_start_attempt(stored);
+  schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
   api::RunInfo reply = stored.info;
+  reply.notices = notices;
   if (opts_.probe_volumes_ns && !named_volume_paths(stored.spec_json).empty()) {
     std::call_once(ns_probe_once_, [this] { ns_probe_ = probe_volumes_ns(volumes_.root()); });
     if (!ns_probe_.empty()) reply.notices.push_back(volumes_fallback_notice(ns_probe_, volumes_.root()));
   }
   return reply;
-}
-
-std::vector<std::string> Workspace::allocate_gpus(int nodes, int per_node) {
-  std::vector<int> free;
-  for (int g = 0; g < backend_->total_gpus(); ++g)
-    if (!gpus_in_use_.count(g)) free.push_back(g);
-  if (static_cast<int>(free.size()) < nodes * per_node) return {};
-  std::vector<std::string> out;
-  for (int n = 0; n < nodes; ++n) {
-    std::string s;
-    for (int k = 0; k < per_node; ++k) {
-      int g = free[n * per_node + k];
-      gpus_in_use_.insert(g);
-      s += (k ? "," : "") + std::to_string(g);
-    }
-    out.push_back(s);
-  }
-  return out;
-}
-
-void Workspace::release_gpus(RunRecord& r) {
-  if (auto* a = current(r))
-    for (const auto& n : a->nodes) {
-      size_t pos = 0;
-      while (!n.gpus.empty() && pos <= n.gpus.size()) {
-        auto comma = n.gpus.find(',', pos);
-        gpus_in_use_.erase(std::atoi(n.gpus.substr(pos, comma - pos).c_str()));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-      }
-    }
-}
-
-bool Workspace::try_start_attempt(RunRecord& r) {
-  std::vector<std::string> gpus(r.info.num_nodes);
-  if (r.info.gpu && backend_->total_gpus() >= 0) {  // else the batch system allocates GPUs
-    gpus = allocate_gpus(r.info.num_nodes, r.info.accelerators_per_node);
-    if (gpus.empty()) {
-      r.info.status_message = "waiting for GPUs held by other runs";
-      return false;
-    }
-  }
-  api::AttemptInfo a;
-  a.number = static_cast<int>(r.info.attempts.size()) + 1;
-  a.state = "PENDING";
-  a.master_port = free_loopback_port();
-  a.started_at_ms = now();
-  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name);
-  for (int n = 0; n < r.info.num_nodes; ++n) {
-    api::NodeInfo ni;
-    ni.rank = n;
-    ni.gpus = gpus[n];
-    a.nodes.push_back(ni);
-  }
-  r.info.attempts.push_back(a);
-  r.info.current_attempt = a.number;
-  r.stop_kind.clear();
-  r.stop_reason.clear();
-  r.stop_started_ms = 0;
-  r.agent_pids.assign(r.info.num_nodes, 0);
-  r.info.status_message = a.number == 1 ? "starting nodes" : fmt::format("starting attempt {}", a.number);
-
-  std::string token = random_token(), hash = sha256_hex(token);
-  std::string scope = fmt::format("run:{}:{}", r.info.run_id, a.number);
-  store_.add_token(hash, scope);
-  tokens_[hash] = Principal{false, r.info.run_id, a.number};
-  std::string attempt_dir = fmt::format("{}/runs/{}/attempt_{}", opts_.home, r.info.run_id, a.number);
-  fs::create_directories(attempt_dir);
-  save(r);
-  AttemptLaunch l{r.info.run_id, r.info.experiment_name, a.number, r.info.num_nodes, url_, token, opts_.bin_dir,
-                  attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
-                  r.info.timeout_minutes};
-  for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
-  if (backend_->batch()) {
-    // A batch client may take seconds, or hang with its controller: submitted from the tick, unlocked.
-    launches_.push_back(std::move(l));
-    r.info.status_message = "submitting the attempt to the batch system";
-    save(r);
-    return true;
-  }
-  AttemptLaunchResult res;
-  std::string error;
-  try {
-    res = backend_->launch_attempt(l);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  apply_launch(r, res, error);
-  save(r);
-  return true;
 }
 
 void Workspace::check_node(const RunRecord& r, int attempt, int node) const {
@@ -406,9 +314,11 @@ api::CancelReply Workspace::cancel(const std::string& id) {
   RunRecord& r = find(id);
   auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
   if (is_terminal(st)) return {id, r.info.state, true};
-  if (!current(r)) {
+  if (waiting(r)) {
     r.info.state = "CANCELED";
-    r.info.status_message = "canceled before it started";
+    r.info.status_message = r.info.current_attempt ? "canceled while queued for its next attempt"
+                                                   : "canceled before it started";
+    r.stop_kind.clear();
     r.info.ended_at_ms = now();
     save(r);
     logs_.wake();

@@ -16,6 +16,7 @@
 
 #include "core/wire/api.h"
 #include "server/backends/backend.h"
+#include "server/scheduler/policy.h"
 #include "server/store/blobs.h"
 #include "server/store/logs.h"
 #include "server/store/store.h"
@@ -47,6 +48,12 @@ struct WorkspaceOptions {
   int tick_ms = 100;
   int job_poll_ms = 1000;            // how often a batch backend's jobs are polled (squeue)
   int64_t minute_ms = 60000;         // how long timeout_minutes' minute lasts (shortened by e2e tests)
+  // GPU pools (server.conf [pools]): with the local backend each takes the next `gpus` GPU indices; with
+  // a batch backend only the names count (Slurm maps each to a partition). Empty: one pool, "default",
+  // of every GPU the backend hands out. docs/scheduler.md.
+  std::vector<sched::Pool> pools;
+  int64_t default_runtime_minutes = 60;  // the runtime a run without timeout_minutes is assumed to take
+  bool preemption = true;                // CRITICAL runs may stop BEST_EFFORT runs of their pool
   bool ticker = true;                // false: tests call tick() themselves
   std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
 };
@@ -121,7 +128,19 @@ class Workspace {
   api::AttemptInfo* current(RunRecord& r);
   void check_node(const RunRecord& r, int attempt, int node) const;
   void save(const RunRecord& r);
-  bool try_start_attempt(RunRecord& r);
+  // The queue (server/workspace/queue.cc): the scheduling pass over every waiting run, and the GPUs.
+  void setup_pools();
+  std::string pool_for(const std::string& pool_id, std::vector<std::string>& notices) const;
+  bool waiting(const RunRecord& r) const;
+  sched::Input queue_input() const;
+  void schedule();
+  void show_waiting(const sched::Decisions& d);
+  void preempt(RunRecord& victim, const std::string& by);
+  void requeue(RunRecord& r, const std::string& why);
+  bool start_attempt(RunRecord& r);
+  void claim_gpus(const api::AttemptInfo& a);
+  // Launches through the backend; returns why the whole attempt could not be launched ("" when it was).
+  std::string launch(const AttemptLaunch& l, AttemptLaunchResult& res);
   void node_failed(RunRecord& r, int rank, std::optional<int> exit_code, const std::string& why,
                    const std::vector<std::string>& lines);
   void begin_stop(RunRecord& r, const std::string& kind, const std::string& reason);
@@ -136,7 +155,7 @@ class Workspace {
   void apply_job_state(RunRecord& r, const JobState* state);
   void run_job_cancels();
   void end_for_job(RunRecord& r, const JobState* state);
-  std::vector<std::string> allocate_gpus(int nodes, int per_node);
+  std::vector<std::string> allocate_gpus(const std::string& pool, int nodes, int per_node);
   void release_gpus(RunRecord& r);
   std::string new_run_id() const;
 
@@ -158,6 +177,8 @@ class Workspace {
   std::map<std::tuple<std::string, int, int>, NodeRuntime> runtime_;
   std::vector<Lingering> lingering_;
   std::set<int> gpus_in_use_;
+  std::map<std::string, std::pair<int, int>> pool_gpus_;  // pool -> (first GPU index, count); local backend
+  std::map<std::string, std::string> requeue_note_;       // run -> why it waits again (failed, preempted)
   std::set<std::string> restarted_runs_;  // runs whose agents must re-attach after a workspace restart
   struct JobCancel {
     std::string job_id;

@@ -58,7 +58,7 @@ priority: high
         R"(train.yaml:6:1: error: unknown top-level key 'priority'
 priority: high
 ^~~~~~~~
-  hint: valid keys at the top level: experiment_name, compute, environment, code_source, command, env_variables, secrets, parameters, max_retries, timeout_minutes, stall_timeout_minutes, idempotency_token, mlflow_run_name, mlflow_experiment_directory, permissions, usage_policy_name, usage_policy_id
+  hint: valid keys at the top level: experiment_name, compute, environment, code_source, command, env_variables, secrets, parameters, max_retries, timeout_minutes, stall_timeout_minutes, priority_class, idempotency_token, mlflow_run_name, mlflow_experiment_directory, permissions, usage_policy_name, usage_policy_id
 air: 1 error in train.yaml; nothing was submitted
 )");
 }
@@ -317,7 +317,7 @@ TEST_CASE("diagnostic: compute not a mapping") {
 compute: GPU_8xH100
 command: python train.py
 )") ==
-        R"(train.yaml:2:10: error: 'compute' must be a mapping with keys accelerator_type, num_accelerators, found the string 'GPU_8xH100'
+        R"(train.yaml:2:10: error: 'compute' must be a mapping with keys accelerator_type, num_accelerators, pool_id, found the string 'GPU_8xH100'
 compute: GPU_8xH100
          ^~~~~~~~~~
   hint: indent its keys under it, one 'key: value' per line

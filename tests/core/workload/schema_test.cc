@@ -110,7 +110,7 @@ TEST_CASE("field help rejects unknown paths with did-you-mean") {
   } catch (const air::Error& e) {
     CHECK(std::string(e.what()) == "unknown config field 'config.compute.acelerator_type'");
     CHECK(e.hint() == "did you mean 'config.compute.accelerator_type'? fields of 'config.compute': "
-                      "accelerator_type, num_accelerators");
+                      "accelerator_type, num_accelerators, pool_id");
     CHECK(e.exit_code() == air::kExitUsage);
   }
   CHECK_THROWS_WITH(air::field_help("config.parameters.lr"),
