@@ -34,6 +34,6 @@ for n in 0 1; do
   pid=$(run_field "$id" 'd["attempts"][0]["nodes"]['$n']["pid"]')
   [ "$pid" = None ] || ! kill -0 "$pid" 2>/dev/null || fail "node $n's command (pid $pid) is still alive"
 done
-"$AIR" cancel "$id" | grep -q "had already ended" || fail "a second cancel should say the run ended"
+"$AIR" cancel "$id" 2>&1 | grep -q "had already ended" || fail "a second cancel should say the run ended"
 "$AIR" cancel nosuchrun >/dev/null 2>&1 && fail "cancelling an unknown run should fail"
 echo "ok: run $id canceled, no process left"
