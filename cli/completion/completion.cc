@@ -20,7 +20,7 @@ using Also = Completion::Also;
 
 // What fits as an option's (or positional's) value, read from its type name and validators:
 // "{text,json}" (IsMember) and lower-case words of "run|RUN_ID" are literal values; FILE / DIR ask the shell
-// for paths; RUN_ID asks the workspace for run ids. TEXT, INT and the like say nothing.
+// for paths; RUN_ID (or JOB_RUN_ID) asks the workspace for run ids. TEXT, INT and the like say nothing.
 struct ValueKind {
   std::vector<std::string> words;
   bool runs = false;
@@ -48,7 +48,7 @@ ValueKind value_kind(const CLI::Option& o) {
     for (const auto& tok : split(part, '|')) {
       if (tok == "FILE") k.also = Also::kFiles;
       else if (tok == "DIR") k.also = Also::kDirs;
-      else if (tok == "RUN_ID") k.runs = true;
+      else if (tok == "RUN_ID" || tok == "JOB_RUN_ID") k.runs = true;  // JOB_RUN_ID: the reference CLI's name
       else if (!tok.empty() && std::islower(static_cast<unsigned char>(tok[0]))) k.words.push_back(tok);
     }
   }
