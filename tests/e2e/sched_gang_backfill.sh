@@ -41,7 +41,8 @@ for k in 0 1 2 3 4 5 6; do
   wait_state "${first[$k]}" SUCCEEDED 30
   sleep 0.5
   for id in "${late[@]}"; do
-    [ "$(run_field "$id" 'd["current_attempt"]')" = 0 ] || fail "1-GPU run $id took a GPU reserved for the gang"
+    [ "$(run_field "$id" 'd["current_attempt"]')" = 0 ] || \
+      { "$AIR" list; "$AIR" get run "$id"; "$AIR" get run "$gang"; fail "1-GPU run $id took a GPU reserved for the gang"; }
   done
 done
 held=$(run_field "$gang" 'd["gpus_reserved"]')
