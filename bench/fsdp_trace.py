@@ -46,10 +46,14 @@ def covered(a, b, merged):
 
 
 CATEGORIES = (  # first match wins; names as CUDA reports them
+    # cuBLASLt's FP8 kernels: nvjet names start nvjet_sm90_qq... (seen only in precision: fp8 traces; the
+    # bf16 ones are nvjet_sm90_tst...), other libraries name the e4m3 type.
+    ("GEMM FP8 (e4m3)", re.compile(r"nvjet_sm\d+_qq|(gemm|xmma|cutlass).*(e4m3|f8)", re.I)),
     ("GEMM (cuBLAS)", GEMM),
     ("attention (flash / cuDNN)", re.compile(r"flash|fmha|attention|cudnn", re.I)),
     ("air kernels: RMSNorm, SwiGLU, RoPE", re.compile(r"rms_(fwd|bwd)_kernel|swiglu_|rope_kernel")),
-    ("air kernel: cross-entropy", re.compile(r"ce_kernel")),
+    ("air kernel: cross-entropy", re.compile(r"\bce_kernel")),  # not ATen's reduce_kernel
+    ("air kernel: FP8 cast", re.compile(r"cast_kernel")),
     ("AdamW (fused)", re.compile(r"adam", re.I)),
     ("reductions (norms, sums)", re.compile(r"reduce_kernel|reduction|norm_kernel", re.I)),
     ("elementwise / copies (ATen)", re.compile(r"elementwise|vectorized|copy|fill|index|embedding|cat", re.I)),

@@ -32,12 +32,12 @@ results="$tmp/results.txt"
 for i in $(seq 1 "$N"); do
   t0=$(date +%s%3N)
   out=$("$AIR" -o json run -f "$tmp/proj/launch.yaml")
-  id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$out")
-  up=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["snapshot_uploaded_bytes"])' "$out")
+  id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["run_id"])' "$out")
+  up=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["snapshot_uploaded_bytes"])' "$out")
   for _ in $(seq 1 600); do
     ready=$("$AIR" -o json get run "$id" | python3 -c '
 import json,sys
-d=json.load(sys.stdin)
+d=json.load(sys.stdin)["data"]
 ns=d["attempts"][-1]["nodes"] if d["attempts"] else []
 ts=[n["running_at_ms"] for n in ns]
 print(max(ts) if ts and all(ts) else 0)')

@@ -18,7 +18,7 @@ url=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "
 token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$AIR_HOME/server.json")
 echo "load before: $(uptime)"
 sub=$(python3 "$here/load_client.py" submit "$url" "$token" "$runs" 8)
-id=$("$AIR" -o json list --all-status | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["run_id"])')
+id=$("$AIR" -o json list --all-status | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["runs"][0]["run_id"])')
 get=$(python3 "$here/load_client.py" getrun "$url" "$token" "$id" 10 2)
 echo "load after: $(uptime)"
 python3 - "$sub" "$get" <<'PY'

@@ -14,7 +14,7 @@ def rss_kb():
 done, running, rss = {}, {}, []
 while True:
     rss.append(rss_kb())
-    run = json.loads(subprocess.run([air, "-o", "json", "get", "run", run_id], capture_output=True, text=True).stdout)
+    run = json.loads(subprocess.run([air, "-o", "json", "get", "run", run_id], capture_output=True, text=True).stdout)["data"]
     now = int(time.time() * 1000)
     for n in run["attempts"][-1]["nodes"] if run["attempts"] else []:
         if n["running_at_ms"]:

@@ -25,7 +25,7 @@ export AIR_HOME="$tmp/home" AIR_CONFIG_FILE="$tmp/none"
 unset AIR_HOST AIR_TOKEN
 trap '"$AIR" cancel --all -y >/dev/null 2>&1 || true; sleep 1; "$AIR" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
-submit() { "$AIR" -o json run -f "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])'; }
+submit() { "$AIR" -o json run -f "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["run_id"])'; }
 
 latency_yaml() {  # latency_yaml NAME COUNT -> a probe echoing COUNT PING lines once GO exists (60 s at most)
   cat > "$tmp/$1.yaml" <<YAML

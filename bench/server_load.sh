@@ -29,7 +29,8 @@ start_server() {
   for _ in $(seq 1 200); do [ -s "$home/server.json" ] && break; sleep 0.05; done
   echo "$pid"
 }
-field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+# A field of a JSON file; an `air -o json` envelope ({"v":1,...,"data":{...}}) is unwrapped.
+field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d=d.get("data", d) if d.get("v") == 1 else d; print(d[sys.argv[2]])' "$1" "$2"; }
 
 # Idle keep-alives and slowloris connections held while GET /runs/<id> is timed: "p99_ms answered/total".
 hostile_get() {

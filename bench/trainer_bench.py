@@ -9,7 +9,11 @@ A run is SHAPE:MODE[:OPTION...]: MODE padded (one example per row, as the refere
 examples per row, attention within each); options: ac (recompute every block), noac (recompute none),
 repeatkv (attention on repeated k/v heads instead of GQA kernels), steps=N, warmup=N, curve (write every step's loss),
 collectives (AIR_TRAIN_WORLD1_NCCL=1: the gathers and reduce-scatters of N GPUs, over NCCL, at world 1),
-carveout=N (GEMMs leave N SMs free), trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it).
+carveout=N (GEMMs leave N SMs free), trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it),
+fp8 (precision: fp8, tensorwise scaling), rowwise (with fp8: fp8_scaling: rowwise), seq=N (max_seq_len, default 1024),
+mb=N (per_device_batch_size, default 4), acc=N (gradient_accumulation_steps, default 2),
+outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
+K more steps; the difference of their wall clocks / K).
 """
 import argparse
 import json
@@ -51,14 +55,19 @@ def run(args, spec, work):
     shape, mode, opts = parts[0], parts[1], parts[2:]
     steps = int(next((o[6:] for o in opts if o.startswith("steps=")), args.steps))
     warmup = int(next((o[7:] for o in opts if o.startswith("warmup=")), args.warmup))
+    opt = lambda name, default: int(next((o[len(name) + 1:] for o in opts if o.startswith(name + "=")), default))
     cfg = {"model_name": model_dir(shape, args.data, work), "dataset_name": os.path.join(args.data, "alpaca-brown.json"),
-           "init": "random", "max_seq_len": 1024, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
+           "init": "random", "max_seq_len": opt("seq", 1024), "per_device_batch_size": opt("mb", 4),
+           "gradient_accumulation_steps": opt("acc", 2),
            "learning_rate": args.lr, "max_steps": steps, "save": False, "master_dtype": "bf16",
            "packing": mode == "packed", "seed": 42}
     if "ac" in opts:
         cfg["activation_checkpointing"] = "true"
     if "noac" in opts:
         cfg["activation_checkpointing"] = "false"
+    if "fp8" in opts:
+        cfg["precision"] = "fp8"
+        cfg["fp8_scaling"] = "rowwise" if "rowwise" in opts else "tensorwise"
     path = os.path.join(work, spec.replace(":", "_") + ".yaml")
     with open(path, "w") as f:
         for k, v in cfg.items():
@@ -80,6 +89,22 @@ def run(args, spec, work):
         env["AIR_TRAIN_TRACE_STEP"] = str(min(steps, warmup + 1))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.time() - t
+    extra = opt("outside", 0)
+    outside_ms = None
+    if extra > 0 and r.returncode == 0:
+        # The run above was the warm-up (the first process of a shape pays for caches and the GPU's first
+        # use); now the same run again and one with `extra` more steps: start-up, data and warm-up steps
+        # cancel in the difference of their wall clocks.
+        walls = []
+        for n in (steps, steps + extra):
+            with open(path, "w") as f:
+                for k, v in dict(cfg, max_steps=n).items():
+                    f.write(f"{k}: {json.dumps(v)}\n")
+            t2 = time.time()
+            rc = subprocess.run(cmd, capture_output=True, text=True, env=env).returncode
+            walls.append(time.time() - t2 if rc == 0 else None)
+        if None not in walls:
+            outside_ms = 1e3 * (walls[1] - walls[0]) / extra
     lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
     res = {"run": spec, "shape": shape, "mode": mode, "exit": r.returncode, "wall_s": round(wall, 1), "config": cfg}
     if trace:
@@ -96,8 +121,11 @@ def run(args, spec, work):
                mfu=statistics.median(l["mfu"] for l in timed),
                peak_gib=max(l.get("peak_memory_gib", -1) for l in lines),
                loss_first=lines[0]["loss"], loss_last=lines[-1]["loss"], steps=len(lines))
+    if outside_ms is not None:
+        res["outside_step_ms"] = outside_ms
     if "curve" in opts:
         res["losses"] = [l["loss"] for l in lines]
+        res["grad_norms"] = [l["grad_norm"] for l in lines]
     return res
 
 
@@ -125,7 +153,8 @@ def main():
             continue
         print(f"# {spec}: {res['step_ms']:.1f} ms/step, {res['padded_tok_s']:,.0f} padded tok/s, "
               f"{res['real_tok_s']:,.0f} real tok/s, MFU {100 * res['mfu']:.1f}%, peak {res['peak_gib']:.1f} GiB, "
-              f"loss {res['loss_first']:.3f} -> {res['loss_last']:.3f} ({res['wall_s']} s wall)", flush=True)
+              f"loss {res['loss_first']:.3f} -> {res['loss_last']:.3f} ({res['wall_s']} s wall)" +
+              (f", {res['outside_step_ms']:.1f} ms/step from outside" if "outside_step_ms" in res else ""), flush=True)
         for l in res["engine"] + res["recompute"] + res["trace"]:
             print("#   " + l, flush=True)
     shutil.rmtree(work, ignore_errors=True)

@@ -34,12 +34,22 @@ for r in peer.get("runs", []):
         best_peer[s] = r["padded_tok_s"]
     rows.append((s, f"peer {r['variant']} (torch.compile)", "padded", r["step_ms"], r["padded_tok_s"], None,
                  r["mfu_989"], r["peak_gib"]))
+# FP8 rows beside our bf16 run of the same spec (the spec without fp8/rowwise).
+plain = lambda run: ":".join(o for o in run.split(":") if o not in ("fp8", "rowwise") and not o.startswith("outside="))
+ours_bf16 = {plain(r["run"]): r["padded_tok_s"] for r in ours if "error" not in r and "fp8" not in r["run"].split(":")}
+notes = []
 for r in ours:
     if "error" in r:
         rows.append((r["shape"], "air-train " + r["run"], r["mode"], None, None, None, None, None))
         continue
-    rows.append((r["shape"], "air-train " + ":".join(r["run"].split(":")[2:]) or "air-train", r["mode"],
-                 r["step_ms"], r["padded_tok_s"], r["real_tok_s"], r["mfu"], r["peak_gib"]))
+    eng = "air-train " + ":".join(r["run"].split(":")[2:])
+    if "fp8" in r["run"].split(":") and ours_bf16.get(plain(r["run"])):
+        eng += f" ({r['padded_tok_s'] / ours_bf16[plain(r['run'])]:.2f}x our bf16)"
+    if "outside_step_ms" in r:
+        notes.append(f"{r['run']}: {r['step_ms']:.1f} ms/step as air-train reports it, {r['outside_step_ms']:.1f} ms "
+                     f"timed from outside (two runs differing only in max_steps): "
+                     f"{100 * (r['outside_step_ms'] / r['step_ms'] - 1):+.1f}%")
+    rows.append((r["shape"], eng, r["mode"], r["step_ms"], r["padded_tok_s"], r["real_tok_s"], r["mfu"], r["peak_gib"]))
 for mm in ref.get("matmul", [])[:1]:
     print(f"bf16 8192^3 matmul ceiling in this call: {mm['mean_tflops']:.1f} TFLOP/s; MFU below is against 989")
 print("| shape | engine | mode | step | padded tok/s | real tok/s | MFU | peak GiB | vs reference (padded / real) | vs peer compiled |")
@@ -54,3 +64,5 @@ for s, eng, mode, ms, ptok, rtok, mfu, peak in sorted(rows, key=lambda r: (r[0],
     vs_peer = f"{ptok / best_peer[s]:.2f}x" if ptok and best_peer.get(s) else "-"
     print(f"| {s} | {eng} | {mode} | {fmt(ms, '{:.1f} ms')} | {fmt(ptok, '{:,.0f}')} | {fmt(rtok, '{:,.0f}')} | "
           f"{fmt(mfu and 100 * mfu, '{:.1f}%')} | {fmt(peak, '{:.1f}')} | {vs_ref} | {vs_peer} |")
+for n in notes:
+    print("\nOutside clock, " + n)

@@ -3,11 +3,14 @@
 # call. Prepare HERE (npm makes the data): bash scripts/gpu/prepare.sh && bash scripts/gpu/bundle.sh; then ON THE
 # GPU MACHINE, from the
 # checkout root (device tool: carry [".devcarry"]):
-#   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check|curve|trace|curve+trace] [RUNS]
+#   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check|curve|trace|curve+trace|fp8] [RUNS]
 # all: build, kernel + transformers checks, reference, peer, ours, table; ours: build + our runs + table;
 # check: build + checks only. RUNS overrides our run list (bench/trainer_bench.py's syntax).
 # curve: the 300-step 1B loss curve beside the reference recipe on the same rows (bench/loss_curve.py, PNG);
 # trace: profiler traces at world 1 over NCCL with the collectives of N GPUs, read by bench/fsdp_trace.py.
+# fp8: build, the FP8 GEMM check (air-train-check --fp8), our bf16 and fp8 rows (RUNS, default below), then
+# AIR_FP8_CURVE_STEPS (default 0: none) steps of the AIR_FP8_CURVE_SHAPE (default 1b) shape in bf16 and in fp8 on the same rows
+# (bench/fp8_curve.py). Run names: bench/trainer_bench.py (fp8, rowwise, seq=N, mb=N, acc=N, outside=K).
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -15,6 +18,7 @@ mkdir -p "$OUT"
 root=${AIR_DEVCARRY:-.devcarry}
 what=${1:-all}
 runs=${2:-8b:padded,8b:padded:ac,8b:packed,1b:padded,1b:packed}
+[ "$what" = fp8 ] && runs=${2:-8b:padded,8b:padded:fp8,8b:padded:fp8:rowwise,8b:padded:seq=8192:mb=1:acc=2:fp8}
 prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export PYTHONUNBUFFERED=1
 t0=$(date +%s)
@@ -41,6 +45,10 @@ if [ "$what" = all ] || [ "$what" = check ]; then
     2>&1 | grep -E "^\[|PASS|FAIL|Error|error" | tail -30
 fi
 [ "$what" = check ] && exit 0
+if [ "$what" = fp8 ]; then
+  stamp "fp8 GEMM check: errors against fp32 and the CPU emulation, speed beside bf16"
+  "$bin/air-train-check" --fp8 2>&1 | tee "$OUT/fp8_check.log"
+fi
 
 case "$what" in curve|trace|curve+trace)
   if [ "$what" != trace ]; then
@@ -82,5 +90,11 @@ fi
 stamp "air-train: $runs"
 python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$runs" --json "$OUT/ours.json" \
   2>&1 | tee "$OUT/ours.log"
+if [ "$what" = fp8 ] && [ "${AIR_FP8_CURVE_STEPS:-0}" -gt 0 ]; then
+  stamp "fp8 loss curve: ${AIR_FP8_CURVE_STEPS} steps of the ${AIR_FP8_CURVE_SHAPE:-1b} shape, bf16 and fp8 on the same rows"
+  python3 "$root/bench/fp8_curve.py" --bin "$bin" --data "$root/bench-data" --out "$OUT" \
+    --steps "$AIR_FP8_CURVE_STEPS" --window "${AIR_FP8_CURVE_WINDOW:-50}" --shape "${AIR_FP8_CURVE_SHAPE:-1b}" \
+    2>&1 | tee "$OUT/fp8_curve.log"
+fi
 stamp "done"
 python3 "$root/bench/trainer_table.py" "$OUT" | tee "$OUT/table.md"

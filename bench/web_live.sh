@@ -12,7 +12,7 @@ export AIR_HOME="$tmp/home" AIR_CONFIG_FILE="$tmp/none"
 unset AIR_HOST AIR_TOKEN
 trap '"$air" cancel --all -y >/dev/null 2>&1 || true; sleep 1; "$air" server stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 printf 'experiment_name: bench-web\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\ncommand: sleep 120\nmax_retries: 0\n' > "$tmp/w.yaml"
-id=$("$air" -o json run -f "$tmp/w.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+id=$("$air" -o json run -f "$tmp/w.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["run_id"])')
 python3 - "$AIR_HOME/server.json" "$id" <<'PY'
 import http.client, json, statistics, sys, threading, time, urllib.parse
 info = json.load(open(sys.argv[1])); run = sys.argv[2]

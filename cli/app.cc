@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/completion/completion.h"
+#include "cli/output.h"
 #include "cli/run/submit.h"
 #include "cli/run/secret_check.h"
 #include "cli/secrets.h"
@@ -28,7 +29,8 @@ void build_app(CLI::App& app, Context& ctx) {
   app.add_option("-o,--output", ctx.global.output, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->default_val("text");
-  app.add_option("-p,--profile", ctx.global.profile, "Workspace profile from ~/.air/config");
+  app.add_option("-p,--profile", ctx.global.profile,
+                 "Profile of ~/.databrickscfg or ~/.air/config (default: DATABRICKS_CONFIG_PROFILE, see 'air auth')");
   app.add_option("--color", ctx.global.color, "Colour: auto (a terminal, and NO_COLOR unset), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->default_val("auto");
@@ -45,7 +47,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_ui(app, ctx);
   setup_completion(app, ctx);
   setup_fs(app, ctx);
-  if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
+  setup_auth(app, ctx);
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {
     for (auto* sub : a->get_subcommands({})) {
@@ -65,7 +67,6 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   // The name makes every usage line read `Usage: air ...`, also when air is called through a path.
   CLI::App app{"air: run ML training workloads on one machine or many", "air"};
   build_app(app, ctx);
-  if (!has_workspace_resolver()) set_workspace_resolver(secrets_workspace);  // tests install their own
 
   // `air __complete WORDS...` answers the completion scripts (cli/completion/completion.h); never a parse error.
   if (args.size() >= 2 && args[1] == "__complete")
@@ -97,6 +98,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return kExitUsage;
     }
   } catch (const air::Error& e) {
+    // -o json: the error envelope on stdout, where a script reads (the text still goes to stderr).
+    if (ctx.global.output == "json") out << error_envelope_text(e) << "\n";
     render_error(err, e);
     return e.exit_code();
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 
 #include "cli/remote.h"
 #include "cli/verbs.h"
+#include "cli/output.h"
 #include "core/base/error.h"
 #include "core/base/codec.h"
 #include "core/volumes/path.h"
@@ -134,7 +135,7 @@ void run_ls(Fs& f, const std::string& path, bool long_form) {
   if (*d) entries = f.list(p);
   else entries.push_back(json{{"path", p.str()}, {"name", p.parts.back()}, {"is_directory", false}});
   if (f.ctx.global.output == "json") {
-    *f.ctx.out << json(entries).dump() << "\n";
+    print_json(f.ctx, json{{"files", entries}});  // like `databricks fs ls -o json`: data.files[]
     return;
   }
   for (const auto& e : entries) {
@@ -179,7 +180,7 @@ void run_cp(Fs& f, const std::string& src, const std::string& dst, bool recursiv
       files = 1;
     }
   }
-  if (f.ctx.global.output == "json") *f.ctx.out << json{{"files", files}}.dump() << "\n";
+  if (f.ctx.global.output == "json") print_json(f.ctx, json{{"files", files}});
   else *f.ctx.err << fmt::format("copied {} file(s)\n", files);
 }
 
@@ -212,7 +213,7 @@ void setup_fs(CLI::App& app, Context& ctx) {
   rm->add_flag("-r,--recursive", f->recursive, "Delete a folder's contents too");
   rm->callback([f, with_fs, &ctx] {
     with_fs([&](Fs& x) { x.remove(remote(f->paths[0]), f->recursive); });
-    if (ctx.global.output == "json") *ctx.out << json{{"deleted", f->paths[0]}}.dump() << "\n";
+    if (ctx.global.output == "json") print_json(ctx, json{{"deleted", f->paths[0]}});
   });
   auto* mk = cmd->add_subcommand("mkdir", "Create a folder (and its parents); creating /Volumes/c/s/v makes a volume");
   mk->add_option("path", f->paths, "dbfs:/Volumes/... or /Volumes/...")->required()->expected(1);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cli/output.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"
@@ -109,6 +110,24 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
   }
 }
 
+// The workspace's whole record plus the reference's fields (docs/cli.md, "JSON output"): status,
+// started_at ("...+00:00" or null), duration_seconds (null before the start), attempt_number (0-based),
+// dashboard_url (the run's web page), mlflow_url (null: the MLflow view is the web page's metrics).
+nlohmann::json run_json(const api::RunInfo& r, const std::string& workspace_url) {
+  nlohmann::json j = r;
+  int64_t dur = run_duration_ms(r, now_ms());
+  j["duration_ms"] = dur;
+  j["status"] = r.state;
+  j["started_at"] = r.started_at_ms ? nlohmann::json(format_iso(r.started_at_ms).substr(0, 19) + "+00:00")
+                                    : nlohmann::json(nullptr);
+  j["duration_seconds"] = r.started_at_ms ? nlohmann::json(std::llround(static_cast<double>(dur) / 1000.0))
+                                          : nlohmann::json(nullptr);
+  j["attempt_number"] = r.current_attempt > 0 ? r.current_attempt - 1 : 0;
+  j["dashboard_url"] = web_url(workspace_url, r.run_id);
+  j["mlflow_url"] = nullptr;
+  return j;
+}
+
 }  // namespace
 
 void setup_get(CLI::App& app, Context& ctx) {
@@ -135,17 +154,14 @@ void setup_get(CLI::App& app, Context& ctx) {
       if (!a) throw Error("run " + id + " has no MLflow run yet", "metrics appear once an attempt has started");
       nlohmann::json h = metric_history(*s.client, a->mlflow_run_id, a->metrics);
       if (ctx.global.output == "json")
-        *ctx.out << nlohmann::json{{"run_id", r.run_id}, {"attempt", a->number}, {"mlflow_run_id", a->mlflow_run_id},
-                                   {"metrics", h}}.dump()
-                 << "\n";
+        print_json(ctx, {{"run_id", r.run_id}, {"attempt", a->number}, {"mlflow_run_id", a->mlflow_run_id},
+                         {"metrics", h}});
       else
         print_history(*ctx.out, r, *a, h);
       return;
     }
     if (ctx.global.output == "json") {
-      nlohmann::json j = r;
-      j["duration_ms"] = run_duration_ms(r, now_ms());
-      *ctx.out << j.dump() << "\n";
+      print_json(ctx, run_json(r, s.target.url));
     } else {
       print_run(*ctx.out, r, use_color(ctx, 1));
     }

@@ -1,9 +1,11 @@
 // `air list` (also `air list runs`): the runs of the workspace, newest first; active ones unless
-// --all-status; --filter experiment=GLOB|status=S|accelerator_type=SUBSTR|num_accelerators=N.
+// --all-status; --filter user=EMAIL|experiment=GLOB|status=S|accelerator_type=SUBSTR|num_accelerators=N.
+// Until the workspace has users (the team issue), every run belongs to its one user: the caller.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fnmatch.h>
 
+#include "cli/output.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"
@@ -23,9 +25,13 @@ std::vector<Filter> parse_filters(const std::vector<std::string>& raw) {
     if (eq == std::string::npos || eq == 0)
       throw usage_error("invalid --filter '" + f + "': expected KEY=VALUE", "e.g. --filter experiment='sft-*'");
     Filter x{f.substr(0, eq), f.substr(eq + 1)};
-    if (x.key != "experiment" && x.key != "status" && x.key != "accelerator_type" && x.key != "num_accelerators")
-      throw usage_error("unsupported --filter key '" + x.key + "'",
-                        "supported keys: experiment, status, accelerator_type, num_accelerators");
+    if (x.key != "user" && x.key != "experiment" && x.key != "status" && x.key != "accelerator_type" &&
+        x.key != "num_accelerators")
+      throw usage_error("unsupported --filter key \"" + x.key +
+                        "\": supported keys are accelerator_type, experiment, num_accelerators, status, user");
+    if (x.key == "num_accelerators" && (x.value.empty() || x.value.find_first_not_of("0123456789") != std::string::npos ||
+                                        std::stol(x.value) <= 0))
+      throw usage_error("invalid --filter num_accelerators=" + x.value + ": must be a positive integer");
     out.push_back(x);
   }
   return out;
@@ -38,6 +44,7 @@ std::string lower(std::string s) {
 
 bool matches(const api::RunInfo& r, const std::vector<Filter>& fs) {
   for (const auto& f : fs) {
+    if (f.key == "user" && f.value != workspace_user()) return false;
     if (f.key == "experiment" && fnmatch(f.value.c_str(), r.experiment_name.c_str(), FNM_CASEFOLD) != 0) return false;
     if (f.key == "status" && lower(f.value) != lower(r.state)) return false;
     if (f.key == "accelerator_type" && lower(r.accelerator_type).find(lower(f.value)) == std::string::npos) return false;
@@ -55,9 +62,14 @@ void setup_list(CLI::App& app, Context& ctx) {
   auto all = std::make_shared<bool>(false);
   auto filters = std::make_shared<std::vector<std::string>>();
   cmd->add_option("what", *what, "runs (the default)");
-  cmd->add_option("--limit", *limit, "At most this many runs (default 20)");
-  cmd->add_flag("--all-status", *all, "Include finished runs");
-  cmd->add_option("--filter", *filters, "KEY=VALUE: experiment (glob), status, accelerator_type, num_accelerators");
+  auto all_users = std::make_shared<bool>(false);
+  cmd->add_option("--limit", *limit, "Maximum number of runs to show (default 20, must be > 0)");
+  cmd->add_flag("--all-status", *all, "Show runs in all states (default: active only)");
+  cmd->add_flag("--all-users", *all_users,
+                "Show runs from all users (default: current user; every run is the workspace's one user's for now)");
+  cmd->add_option("--filter", *filters,
+                  "Filter runs, e.g. experiment=foo* (repeatable): user, experiment (glob), accelerator_type, "
+                  "num_accelerators, status");
   cmd->callback([&ctx, what, limit, all, filters] {
     if (!what->empty() && *what != "runs") throw usage_error("air list knows 'runs' only, not '" + *what + "'");
     if (*limit <= 0) throw usage_error("invalid --limit " + std::to_string(*limit) + ": must be > 0");
@@ -72,15 +84,19 @@ void setup_list(CLI::App& app, Context& ctx) {
     for (auto& r : list.runs)
       if (matches(r, fs) && static_cast<int>(rows.size()) < *limit) rows.push_back(std::move(r));
     if (ctx.global.output == "json") {
+      // The reference's fields (run_id, run_name, user, status, started_at, is_sweep), then ours.
       nlohmann::json j = nlohmann::json::array();
       for (const auto& r : rows)
-        j.push_back({{"run_id", r.run_id}, {"experiment_name", r.experiment_name}, {"status", r.state},
+        j.push_back({{"run_id", r.run_id}, {"run_name", r.experiment_name}, {"user", workspace_user()},
+                     {"status", r.state}, {"started_at", r.started_at_ms ? nlohmann::json(format_iso(r.started_at_ms))
+                                                                         : nlohmann::json(nullptr)},
+                     {"is_sweep", false}, {"experiment_name", r.experiment_name},
                      {"submitted_at", format_iso(r.submitted_at_ms)}, {"duration_ms", run_duration_ms(r, now_ms())},
                      {"accelerator_type", r.accelerator_type}, {"num_accelerators", r.num_accelerators},
                      {"num_nodes", r.num_nodes}, {"attempts", r.attempts.size()},
                      {"queue_position", r.queue_position},
                      {"estimated_start_ms", r.estimated_start_ms ? nlohmann::json(*r.estimated_start_ms) : nullptr}});
-      *ctx.out << nlohmann::json{{"runs", j}}.dump() << "\n";
+      print_json(ctx, {{"runs", j}});
       return;
     }
     if (rows.empty()) {

@@ -2,6 +2,7 @@
 #include "cli/remote.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,8 +26,9 @@ api::RunInfo fetch_run(Client& c, const std::string& run_id) {
   try {
     return c.get_json(std::string(api::kPrefix) + "/runs/" + run_id).get<api::RunInfo>();
   } catch (const ApiError& e) {
-    if (e.http_status() == 404)
-      throw Error("run " + run_id + " not found", "'air list --all-status' shows the runs this workspace knows");
+    if (e.http_status() == 404)  // an ApiError still, so that -o json reports code NOT_FOUND
+      throw ApiError(404, "NOT_FOUND", "run " + run_id + " not found", {},
+                     "'air list --all-status' shows the runs this workspace knows");
     throw;
   }
 }
@@ -91,6 +93,12 @@ bool use_color(const Context& ctx, int fd) {
   return ::isatty(fd) == 1;
 }
 bool stderr_is_tty() { return ::isatty(2) == 1; }
+
+std::string workspace_user() {
+  if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_name;
+  const char* u = std::getenv("USER");
+  return u && *u ? u : "unknown";
+}
 
 void check_run_id(const std::string& id) {
   bool ok = !id.empty() && id.size() <= 64;

@@ -17,20 +17,31 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/output.h"
 #include "core/base/error.h"
+#include "core/client/config.h"
 
 namespace air::cli {
 
 namespace {
 
-WorkspaceResolver& resolver() {
-  static WorkspaceResolver r;
-  return r;
-}
-
 std::istream* g_in = &std::cin;
 int g_in_fd = 0;
 std::string g_host;  // `air secrets --host URL`
+
+// `--host URL` (token from AIR_TOKEN, else DATABRICKS_TOKEN: the verb can manage a Databricks workspace's
+// secrets), else the workspace every verb uses (air::resolve_workspace: profiles, environment, local).
+WorkspaceEndpoint secrets_endpoint(const Context& ctx) {
+  if (!g_host.empty()) {
+    const char* air = std::getenv("AIR_TOKEN");
+    const char* databricks = std::getenv("DATABRICKS_TOKEN");
+    std::string token = air && *air ? air : databricks ? databricks : "";
+    if (token.empty()) throw usage_error("--host needs a token", "export AIR_TOKEN=<token> (or DATABRICKS_TOKEN)");
+    return {normalize_host(g_host), token};
+  }
+  WorkspaceTarget t = resolve_workspace(ctx.global.profile);
+  return {t.url, t.token};
+}
 
 // Restores the terminal if Ctrl-C arrives while echo is off, then dies of the signal as usual.
 termios g_saved_termios;
@@ -114,9 +125,9 @@ void add_create_scope(CLI::App& parent, Context& ctx, const std::shared_ptr<Args
   auto* cmd = parent.add_subcommand("create-scope", "Create a secret scope");
   cmd->add_option("NAME", a->scope, "Scope name (letters, digits, '-', '_', '.', '@'; up to 128)")->required();
   cmd->callback([&ctx, a] {
-    SecretsClient c(resolve_workspace(ctx));
+    SecretsClient c(secrets_endpoint(ctx));
     call([&] { c.create_scope(a->scope); });
-    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}}.dump() << "\n";
+    if (ctx.global.output == "json") print_json(ctx, nlohmann::json{{"scope", a->scope}});
     else *ctx.out << fmt::format("Created scope {}\n", a->scope);
   });
 }
@@ -139,7 +150,7 @@ void add_put_secret(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>&
       throw usage_error("the secret value is empty; nothing was stored",
                         "pipe the value in (printf %s \"$TOKEN\" | air secrets put-secret SCOPE KEY) or type it at the prompt");
     }
-    SecretsClient c(resolve_workspace(ctx));
+    SecretsClient c(secrets_endpoint(ctx));
     // Text goes as string_value (Databricks stores it as UTF-8); anything else as bytes_value.
     bool text = is_utf8(value);
     try {
@@ -149,7 +160,7 @@ void add_put_secret(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>&
       throw;
     }
     OPENSSL_cleanse(value.data(), value.size());
-    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}, {"key", a->key}}.dump() << "\n";
+    if (ctx.global.output == "json") print_json(ctx, nlohmann::json{{"scope", a->scope}, {"key", a->key}});
     else *ctx.out << fmt::format("Stored secret {} in scope {}\n", a->key, a->scope);
   });
 }
@@ -157,13 +168,13 @@ void add_put_secret(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>&
 void add_lists(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
   auto* ls = parent.add_subcommand("list-scopes", "List secret scopes");
   ls->callback([&ctx] {
-    SecretsClient c(resolve_workspace(ctx));
+    SecretsClient c(secrets_endpoint(ctx));
     std::vector<SecretScopeInfo> scopes;
     call([&] { scopes = c.list_scopes(); });
     if (ctx.global.output == "json") {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& s : scopes) j.push_back({{"name", s.name}, {"backend_type", s.backend_type}});
-      *ctx.out << nlohmann::json{{"scopes", j}}.dump() << "\n";
+      print_json(ctx, nlohmann::json{{"scopes", j}});
       return;
     }
     size_t w = 5;
@@ -174,13 +185,13 @@ void add_lists(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
   auto* lk = parent.add_subcommand("list-secrets", "List the keys in a scope (never their values)");
   lk->add_option("SCOPE", a->scope, "Scope name")->required();
   lk->callback([&ctx, a] {
-    SecretsClient c(resolve_workspace(ctx));
+    SecretsClient c(secrets_endpoint(ctx));
     std::vector<SecretInfo> secrets;
     call([&] { secrets = c.list_secrets(a->scope); });
     if (ctx.global.output == "json") {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& s : secrets) j.push_back({{"key", s.key}, {"last_updated_timestamp", s.last_updated_timestamp}});
-      *ctx.out << nlohmann::json{{"scope", a->scope}, {"secrets", j}}.dump() << "\n";
+      print_json(ctx, nlohmann::json{{"scope", a->scope}, {"secrets", j}});
       return;
     }
     size_t w = 3;
@@ -195,42 +206,22 @@ void add_deletes(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a)
   ds->add_option("SCOPE", a->scope, "Scope name")->required();
   ds->add_option("KEY", a->key, "Secret key")->required();
   ds->callback([&ctx, a] {
-    SecretsClient c(resolve_workspace(ctx));
+    SecretsClient c(secrets_endpoint(ctx));
     call([&] { c.delete_secret(a->scope, a->key); });
-    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}, {"key", a->key}}.dump() << "\n";
+    if (ctx.global.output == "json") print_json(ctx, nlohmann::json{{"scope", a->scope}, {"key", a->key}});
     else *ctx.out << fmt::format("Deleted secret {} from scope {}\n", a->key, a->scope);
   });
   auto* dsc = parent.add_subcommand("delete-scope", "Delete a scope and every secret in it");
   dsc->add_option("NAME", a->scope, "Scope name")->required();
   dsc->callback([&ctx, a] {
-    SecretsClient c(resolve_workspace(ctx));
+    SecretsClient c(secrets_endpoint(ctx));
     call([&] { c.delete_scope(a->scope); });
-    if (ctx.global.output == "json") *ctx.out << nlohmann::json{{"scope", a->scope}}.dump() << "\n";
+    if (ctx.global.output == "json") print_json(ctx, nlohmann::json{{"scope", a->scope}});
     else *ctx.out << fmt::format("Deleted scope {}\n", a->scope);
   });
 }
 
 }  // namespace
-
-void set_workspace_resolver(WorkspaceResolver r) { resolver() = std::move(r); }
-bool has_workspace_resolver() { return static_cast<bool>(resolver()); }
-
-WorkspaceEndpoint resolve_workspace(const Context& ctx) {
-  if (!g_host.empty()) {
-    const char* air = std::getenv("AIR_TOKEN");
-    const char* databricks = std::getenv("DATABRICKS_TOKEN");
-    std::string token = air && *air ? air : databricks ? databricks : "";
-    if (token.empty()) throw usage_error("--host needs a token", "export AIR_TOKEN=<token> (or DATABRICKS_TOKEN)");
-    return {g_host, token};
-  }
-  if (resolver()) return resolver()(ctx);
-  for (auto [host_var, token_var] : {std::pair{"AIR_HOST", "AIR_TOKEN"}, std::pair{"DATABRICKS_HOST", "DATABRICKS_TOKEN"}}) {
-    const char* host = std::getenv(host_var);
-    const char* token = std::getenv(token_var);
-    if (host && *host) return {host, token ? token : ""};
-  }
-  throw Error("no workspace configured for 'air secrets'", "set AIR_HOST and AIR_TOKEN");
-}
 
 std::string read_secret_value(int fd, std::istream& piped, std::ostream& prompt, const std::string& what) {
   if (::isatty(fd)) return read_hidden_line(fd, prompt, what);

@@ -1,7 +1,6 @@
 // `air secrets`: manage secret scopes and secrets like the databricks CLI (create-scope, put-secret,
 // list-scopes, list-secrets, delete-secret, delete-scope). No command ever prints a secret value.
 #pragma once
-#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -11,14 +10,6 @@
 namespace CLI { class App; }
 
 namespace air::cli {
-
-// How `air secrets` finds the workspace (URL + token). The CLI's workspace resolution (profiles, the local
-// daemon) installs its resolver with set_workspace_resolver; until then the default reads AIR_HOST and
-// AIR_TOKEN (DATABRICKS_HOST / DATABRICKS_TOKEN also work, so the verb can manage a Databricks workspace).
-using WorkspaceResolver = std::function<WorkspaceEndpoint(const Context&)>;
-void set_workspace_resolver(WorkspaceResolver resolver);
-bool has_workspace_resolver();
-WorkspaceEndpoint resolve_workspace(const Context& ctx);
 
 void setup_secrets(CLI::App& app, Context& ctx);
 

@@ -7,6 +7,7 @@
 
 #include "cli/verbs.h"
 #include "core/client/config.h"
+#include "cli/output.h"
 #include "core/base/error.h"
 #include "core/client/local_daemon.h"
 #include "server/api/router.h"
@@ -34,7 +35,7 @@ void run_status(Context& ctx, const std::string& home_flag) {
   if (ctx.global.output == "json") {
     nlohmann::json j{{"running", up}, {"home", home}};
     if (up && d) j.update({{"pid", d->pid}, {"url", d->url}, {"answering", answering}});
-    *ctx.out << j.dump() << "\n";
+    print_json(ctx, j);
   } else if (up && d) {
     *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url
              << (answering ? "" : " (busy: not answering within 5 s)") << "\n  state: " << home << "\n";
@@ -51,7 +52,7 @@ void run_stop(Context& ctx, const std::string& home_flag) {
   std::string home = home_flag.empty() ? air_home() : home_flag;
   bool stopped = stop_local_daemon(home);
   if (ctx.global.output == "json")
-    *ctx.out << nlohmann::json{{"stopped", stopped}, {"home", home}}.dump() << "\n";
+    print_json(ctx, nlohmann::json{{"stopped", stopped}, {"home", home}});
   else
     *ctx.out << (stopped ? "local workspace stopped\n" : "local workspace was not running\n");
 }

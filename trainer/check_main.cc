@@ -11,6 +11,7 @@
 
 #include "core/base/error.h"
 #include "trainer/model/block.h"
+#include "trainer/model/fp8_check.h"
 #include "trainer/checkpoint/hf_checkpoint.h"
 #include "trainer/model/llama_config.h"
 #include "trainer/model/model.h"
@@ -235,6 +236,7 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   try {
     if (argc == 2 && std::string(argv[1]) == "--kernels") return run_kernel_check();
+    if (argc == 2 && std::string(argv[1]) == "--fp8") return fp8::run_gpu_check(std::cout);
     return run(parse(argc, argv));
   } catch (const air::Error& e) {
     std::cerr << "air-train-check: error: " << e.what() << "\n";

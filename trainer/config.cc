@@ -120,6 +120,10 @@ const std::vector<Field>& fields() {
       double_field("grad_clip", "max global gradient norm (0: no clipping)", &C::grad_clip),
       enum_field("dtype", "compute dtype", &C::dtype, {"auto", "bf16", "fp32"}),
       enum_field("master_dtype", "parameter, gradient and optimizer-state dtype", &C::master_dtype, {"fp32", "bf16"}),
+      enum_field("precision", "block GEMMs: bf16 (the compute dtype) or fp8 (e4m3, current scaling)", &C::precision,
+                 {"bf16", "fp8"}),
+      enum_field("fp8_scaling", "precision fp8: one scale per tensor (tensorwise) or per row (rowwise)",
+                 &C::fp8_scaling, {"tensorwise", "rowwise"}),
       enum_field("device", "where to train", &C::device, {"auto", "cpu", "cuda"}),
       bool_field("packing", "pack several examples per row", &C::packing),
       enum_field("activation_checkpointing",
@@ -291,6 +295,9 @@ void validate(const TrainConfig& c) {
   if (c.checkpoint_every_steps < 0) e.push_back("checkpoint_every_steps must not be negative (0: never)");
   if (c.checkpoint_every_steps > 0 && c.checkpoint_dir.empty() && c.output_dir.empty())
     e.push_back("checkpoint_every_steps needs checkpoint_dir or output_dir");
+  if (c.precision == "fp8" && c.dtype == "fp32")
+    e.push_back("precision: fp8 computes in bf16 around its e4m3 GEMMs: use dtype: bf16 or auto (on a CPU, auto "
+                "is fp32 and the FP8 GEMMs are emulated)");
   if (c.resume.empty()) e.push_back("resume must be auto, never, or a checkpoint folder");
   try {
     parse_size(c.max_shard_size);

@@ -29,6 +29,10 @@ struct TrainConfig {
   double grad_clip = 1.0;                // max global gradient norm; 0 disables
   std::string dtype = "auto";            // auto (bf16 on GPU, fp32 on CPU) | bf16 | fp32: the compute dtype
   std::string master_dtype = "fp32";     // fp32 | bf16: parameters, gradients and AdamW state
+  // bf16 | fp8: fp8 runs the forward and both backward GEMMs of every block linear in e4m3 with current
+  // scaling (lm_head, embeddings, norms, attention and the loss stay in the compute dtype).
+  std::string precision = "bf16";
+  std::string fp8_scaling = "tensorwise";  // tensorwise | rowwise: one scale per tensor or per GEMM row
   std::string device = "auto";           // auto | cpu | cuda
   bool packing = false;                  // several examples per row instead of one padded example
   // Recompute blocks in backward instead of keeping their activations: auto (keep as many blocks as the

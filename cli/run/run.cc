@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "cli/output.h"
 #include "cli/run/k8s.h"
 #include "cli/run/submit.h"
 #include "cli/run/secret_check.h"
@@ -30,6 +31,7 @@ constexpr const char* kRunFooter = R"(Examples:
 
 Exit codes: 0 valid (or the run succeeded with --watch), 2 invalid workload or usage, 1 other failures.)";
 
+// -o json of an invalid workload: the reference's error envelope (INVALID_ARGS), with every diagnostic.
 nlohmann::json error_json(const std::vector<Diagnostic>& ds, const std::string& file) {
   nlohmann::json list = nlohmann::json::array();
   size_t errors = 0;
@@ -37,9 +39,13 @@ nlohmann::json error_json(const std::vector<Diagnostic>& ds, const std::string& 
     list.push_back(to_json(d));
     errors += d.severity == "error";
   }
-  return {{"error",
-           {{"code", "INVALID_WORKLOAD"},
+  return {{"v", 1},
+          {"ts", rfc3339_now()},
+          {"error",
+           {{"code", "INVALID_ARGS"},
+            {"kind", "PERMANENT"},
             {"message", std::to_string(errors) + (errors == 1 ? " error in " : " errors in ") + file},
+            {"retryable", false},
             {"diagnostics", list}}}};
 }
 
@@ -77,7 +83,7 @@ void run_workload(const RunOptions& opts, Context& ctx) {
   }
   if (!r.ok()) {
     if (json) {
-      *ctx.out << error_json(r.diagnostics, opts.file).dump(2) << "\n";
+      *ctx.out << envelope_text("error", error_json(r.diagnostics, opts.file)["error"]) << "\n";
     } else {
       for (const auto& note : r.notes) *ctx.err << note << "\n";
       *ctx.err << render_all(r.diagnostics, opts.file, "nothing was submitted", popts.max_errors);
@@ -101,8 +107,7 @@ void run_workload(const RunOptions& opts, Context& ctx) {
   std::optional<SnapshotManifest> manifest;
   if (w.code_source) {
     // Throws air::Error (exit 1) when the tree cannot be read: the workload itself was valid.
-    manifest = scan_snapshot(w.code_source->root_path_resolved, w.code_source->include_paths);
-    exclude_subtree(*manifest, air_home(), "$AIR_HOME");
+    manifest = workload_snapshot(*w.code_source, &plan.snapshot_source);
     plan.snapshot = &*manifest;
     for (const auto& d : snapshot_warnings(*manifest, opts.file)) warnings.push_back(d);
   }
@@ -119,7 +124,8 @@ void run_workload(const RunOptions& opts, Context& ctx) {
       j["secrets_check"] = {{"checked", secrets.checked}, {"workspace", secrets.workspace}, {"note", secrets.note},
                             {"missing", missing}};
     }
-    *ctx.out << j.dump(2) << "\n";
+    j["dry_run"] = true;
+    print_json(ctx, j);
   } else {
     *ctx.out << render_plan_text(plan);
     if (!w.secrets.empty()) {
@@ -131,8 +137,10 @@ void run_workload(const RunOptions& opts, Context& ctx) {
                  << secrets.workspace << "; air run there refuses this run until they exist\n";
     }
   }
-  if (!json)
+  if (!json) {
     for (const auto& d : secrets.missing) *ctx.err << render(d);
+    *ctx.err << "Dry run: configuration for \"" << w.experiment_name << "\" is valid; not submitting.\n";
+  }
 }
 
 }  // namespace

@@ -51,13 +51,4 @@ SecretCheck check_workload_secrets(const Workload& w, const std::string& file, c
   return out;
 }
 
-WorkspaceEndpoint secrets_workspace(const Context& ctx) {
-  if (auto t = configured_workspace(ctx.global.profile)) return {t->url, t->token};
-  const char* host = std::getenv("DATABRICKS_HOST");
-  const char* token = std::getenv("DATABRICKS_TOKEN");
-  if (host && *host) return {host, token ? token : ""};
-  WorkspaceTarget t = ensure_local_daemon(air_home(), default_air_binary());
-  return {t.url, t.token};
-}
-
 }  // namespace air::cli

@@ -23,9 +23,4 @@ struct SecretCheck {
 // daemon when it is already running.
 SecretCheck check_workload_secrets(const Workload& w, const std::string& file, const Context& ctx);
 
-// Where `air secrets` goes (installed with set_workspace_resolver): the same workspace as `air run` (AIR_HOST
-// + AIR_TOKEN or a profile), else DATABRICKS_HOST + DATABRICKS_TOKEN, else the embedded local workspace
-// (started on demand).
-WorkspaceEndpoint secrets_workspace(const Context& ctx);
-
 }  // namespace air::cli

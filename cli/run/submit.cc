@@ -3,19 +3,16 @@
 #include "cli/run/watch.h"
 
 #include <fmt/format.h>
-#include <signal.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
-#include <thread>
 
 #include "cli/log_stream.h"
+#include "cli/output.h"
 #include "cli/remote.h"
 #include "core/wire/api.h"
 #include "core/base/diagnostics.h"
+#include "core/snapshot/git.h"
 #include "core/snapshot/snapshot.h"
 
 namespace air::cli {
@@ -41,8 +38,9 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
   UploadResult u;
   if (!w.code_source || w.code_source->type != "snapshot" || w.code_source->root_path_resolved.empty()) return u;
   const CodeSource& cs = *w.code_source;
-  SnapshotManifest m = scan_snapshot(cs.root_path_resolved, cs.include_paths);
-  exclude_subtree(m, air_home(), "$AIR_HOME");
+  std::string source;
+  SnapshotManifest m = workload_snapshot(cs, &source);
+  if (ctx.global.output == "text" && cs.git) *ctx.err << "  snapshot source: " << source << "\n";
   u.files = m.files.size();
   uint64_t limit = snapshot_limit_bytes();
   if (m.total_bytes > limit) {
@@ -78,6 +76,20 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
 
 }  // namespace
 
+SnapshotManifest workload_snapshot(const CodeSource& cs, std::string* source) {
+  if (!cs.git) {
+    SnapshotManifest m = scan_snapshot(cs.root_path_resolved, cs.include_paths);
+    exclude_subtree(m, air_home(), "$AIR_HOME");
+    *source = "the working tree of " + cs.root_path_resolved + " (.gitignore and .airignore rules apply)";
+    return m;
+  }
+  GitSnapshotSource g = export_git_snapshot(cs.root_path_resolved, cs.git->branch, cs.git->commit, cs.include_paths,
+                                            air_home() + "/cache/git");
+  *source = fmt::format("git {} {} = commit {} (its tracked files; the working tree is not read)", g.mode, g.ref,
+                        g.commit);
+  return manifest_of_export(g, cs.include_paths);
+}
+
 int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
   // Secrets are checked by the workspace at submit (by name): a missing one comes back as a diagnostic.
   Session s = connect(ctx);
@@ -103,115 +115,31 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
     return kExitUsage;
   }
   for (const auto& n : run.notices) *ctx.err << "air: note: " << n << "\n";  // e.g. no private /Volumes here
+  std::string dashboard = web_url(s.target.url, run.run_id);
   if (!text) {
-    *ctx.out << json{{"type", "SUBMITTED"},        {"ts", format_iso(now_ms())},
-                     {"run_id", run.run_id},       {"status", run.state},
-                     {"snapshot_digest", up.digest}, {"snapshot_uploaded_bytes", up.uploaded},
-                     {"workspace", s.target.url}}
-                    .dump()
-             << "\n";
+    // The reference: the envelope {status: PENDING, run_id, dashboard_url}; with --watch a SUBMITTED line first
+    // of a JSON-lines stream. Our snapshot and workspace fields ride along.
+    json d{{"status", run.state},           {"run_id", run.run_id},
+           {"dashboard_url", dashboard},    {"snapshot_digest", up.digest},
+           {"snapshot_uploaded_bytes", up.uploaded}, {"workspace", s.target.url}};
+    if (opts.watch) {
+      d["type"] = "SUBMITTED";
+      d["ts"] = rfc3339_now();
+      print_json_line(ctx, d);
+    } else {
+      print_json(ctx, d);
+    }
   } else {
-    *ctx.out << "Submitted run " << run.run_id << " (" << run.num_nodes << " node(s) of " << run.accelerator_type
-             << ") to the " << s.target.source << "\n";
+    *ctx.out << "Submitted workload with Job Run ID: " << run.run_id << "\n"
+             << "View job run at: " << dashboard << "\n";
+    *ctx.err << "  " << run.num_nodes << " node(s) of " << run.accelerator_type << " in the " << s.target.source << "\n";
     if (!opts.watch)
-      *ctx.err << "  follow it: air logs " << run.run_id << " --follow\n  status:    air get run " << run.run_id
-               << "\n";
+      *ctx.err << "\nTip: use --watch to stream logs until the run completes.\n  follow it: air logs " << run.run_id
+               << "\n  status:    air get " << run.run_id << "\n";
   }
   ctx.out->flush();
   if (!opts.watch) return kExitOk;
   return watch_run(*s.client, run.run_id, ctx);
-}
-
-namespace {
-
-std::atomic<int> g_interrupts{0};
-void on_sigint(int) { g_interrupts.fetch_add(1); }
-
-// Asks on the terminal whether to cancel; without a terminal the answer is "just stop watching".
-bool ask_cancel(const std::string& run_id, Context& ctx) {
-  if (!::isatty(0) || !stderr_is_tty()) return false;
-  *ctx.err << "\nCancel run " << run_id << "? [y/N] (N stops watching; the run goes on): " << std::flush;
-  std::string answer;
-  std::getline(std::cin, answer);
-  return !answer.empty() && (answer[0] == 'y' || answer[0] == 'Y');
-}
-
-}  // namespace
-
-int watch_run(Client& c, const std::string& run_id, Context& ctx) {
-  bool json_out = ctx.global.output == "json";
-  struct sigaction sa {}, old {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old);
-  g_interrupts = 0;
-  struct Restore {
-    struct sigaction old;
-    ~Restore() { ::sigaction(SIGINT, &old, nullptr); }
-  } restore{old};
-
-  if (!json_out) *ctx.err << "Monitoring run and streaming node 0's log (Ctrl-C to stop)...\n";
-  PrintOptions po;
-  po.json = json_out;
-  po.color = !json_out && use_color(ctx, 1);
-  std::string last_state;
-  int attempt = 0;
-  uint64_t offset = 0;
-  std::string partial;
-  bool log_done = false;
-  for (;;) {
-    if (g_interrupts > 0) {
-      if (ask_cancel(run_id, ctx)) {
-        c.post_json(std::string(api::kPrefix) + "/runs/" + run_id + "/cancel", json::object());
-        *ctx.err << "cancellation requested for run " << run_id << "\n";
-      } else {
-        *ctx.err << "\nstopped watching; run " << run_id << " goes on (air logs " << run_id << " --follow)\n";
-      }
-      return kExitInterrupted;
-    }
-    api::RunInfo r = fetch_run(c, run_id);
-    if (r.state != last_state) {
-      if (json_out)
-        *ctx.out << json{{"type", "STATUS"}, {"ts", format_iso(now_ms())}, {"run_id", run_id}, {"status", r.state},
-                         {"previous_status", last_state.empty() ? json(nullptr) : json(last_state)},
-                         {"message", r.status_message}}
-                        .dump()
-                 << "\n";
-      else
-        *ctx.err << "status: " << r.state << (r.status_message.empty() ? "" : " (" + r.status_message + ")") << "\n";
-      last_state = r.state;
-    }
-    if (r.current_attempt > attempt && (attempt == 0 || log_done)) {
-      if (attempt > 0) {
-        print_log_lines(*ctx.out, partial, "", 0, po, true);
-        if (!json_out) *ctx.err << "── attempt " << r.current_attempt << " ──\n";
-      }
-      attempt = r.current_attempt;
-      offset = 0;
-      log_done = false;
-    }
-    bool terminal = is_run_terminal(r.state);
-    if (attempt > 0 && !log_done) {
-      LogPoll p = poll_log(c, run_id, attempt, 0, offset, std::nullopt, terminal ? 0 : 300);
-      print_log_lines(*ctx.out, partial, p.data, 0, po, p.done && p.end() >= p.size);
-      ctx.out->flush();
-      offset = p.end();
-      log_done = p.done && offset >= p.size;
-      if (!log_done) continue;
-    }
-    if (terminal && (attempt == 0 || log_done)) {
-      if (json_out)
-        *ctx.out << json{{"v", 1}, {"ts", format_iso(now_ms())},
-                         {"data", {{"status", r.state}, {"run_id", run_id}, {"message", r.status_message}}}}
-                        .dump()
-                 << "\n";
-      else
-        *ctx.err << "run " << run_id << " ended: " << r.state
-                 << (r.status_message.empty() ? "" : " (" + r.status_message + ")") << "\n";
-      return r.state == "SUCCEEDED" ? kExitOk : kExitFailed;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
 }
 
 }  // namespace air::cli

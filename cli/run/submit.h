@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "core/snapshot/snapshot.h"
 #include "core/workload/workload.h"
 
 namespace air::cli {
@@ -17,6 +18,10 @@ struct RunOptions {
   std::string backend;                 // --backend k8s: print Kubernetes manifests (dry-run only)
   bool jobset = false;                 // --jobset: a JobSet instead of Service + Indexed Job
 };
+
+// The snapshot of a workload's code_source: the working tree under its ignore rules, or with
+// code_source.snapshot.git the exported commit (tracked files only). *source says which, for the plan.
+SnapshotManifest workload_snapshot(const CodeSource& cs, std::string* source);
 
 // Submits a validated workload (snapshot upload, POST, optional --watch). Returns the exit code.
 int submit_workload(const air::Workload& w, const RunOptions& opts, Context& ctx);

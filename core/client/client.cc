@@ -2,7 +2,8 @@
 // between calls (log following makes many small requests).
 #include "core/client/client.h"
 
-#include <curl/curl.h>
+#include "core/client/config.h"
+#include "core/client/curl_api.h"
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,10 +16,7 @@ namespace air {
 
 namespace {
 
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+void global_init() { curl(); }  // loads libcurl and initialises it, once
 
 size_t write_string(char* p, size_t sz, size_t n, void* ud) {
   static_cast<std::string*>(ud)->append(p, sz * n);
@@ -64,30 +62,28 @@ int on_progress(void* ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl
 
 Client::Client(std::string base_url, std::string token, std::string ca_file)
     : base_url_(std::move(base_url)), token_(std::move(token)), ca_file_(std::move(ca_file)) {
-  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
-  // A bare host name (DATABRICKS_HOST=x.cloud.databricks.com) means https.
-  if (!base_url_.empty() && base_url_.find("://") == std::string::npos) base_url_ = "https://" + base_url_;
+  base_url_ = normalize_host(base_url_);  // the one URL rule: a bare host means https
   global_init();
-  curl_ = curl_easy_init();
+  curl_ = curl().easy_init();
   if (!curl_) throw Error("cannot initialise libcurl");
 }
 
-Client::~Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+Client::~Client() { curl().easy_cleanup(static_cast<CURL*>(curl_)); }
 
 void* Client::curl_for(const std::string& method, const std::string& path, long timeout_ms) {
   CURL* c = static_cast<CURL*>(curl_);
-  curl_easy_reset(c);
+  curl().easy_reset(c);
   std::string url = base_url_ + path;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-  if (!ca_file_.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file_.c_str());
+  curl().easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl().easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl().easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+  if (!ca_file_.empty()) curl().easy_setopt(c, CURLOPT_CAINFO, ca_file_.c_str());
   if (method == "HEAD") {
-    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    curl().easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (method != "GET") {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+    curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
   }
   return c;
 }
@@ -95,7 +91,7 @@ void* Client::curl_for(const std::string& method, const std::string& path, long 
 namespace {
 
 std::string transport_cause(int code, const char* errbuf) {
-  std::string why = errbuf && *errbuf ? errbuf : curl_easy_strerror(static_cast<CURLcode>(code));
+  std::string why = errbuf && *errbuf ? errbuf : curl().easy_strerror(static_cast<CURLcode>(code));
   switch (code) {
     case CURLE_COULDNT_CONNECT: return "connection refused";
     case CURLE_COULDNT_RESOLVE_HOST: return "unknown host";
@@ -127,23 +123,23 @@ HttpResponse Client::send(const std::string& method, const std::string& path, co
   HttpResponse r;
   curl_slist* hdrs = nullptr;
   std::string auth = "Authorization: Bearer " + token_;
-  if (!token_.empty()) hdrs = curl_slist_append(hdrs, auth.c_str());
+  if (!token_.empty()) hdrs = curl().slist_append(hdrs, auth.c_str());
   std::fill(auth.begin(), auth.end(), '\0');  // libcurl copied it; leave no second copy of the token around
-  if (!content_type.empty()) hdrs = curl_slist_append(hdrs, ("Content-Type: " + content_type).c_str());
-  hdrs = curl_slist_append(hdrs, "Expect:");  // a 1 MiB log chunk must not wait for "100 Continue"
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  if (!content_type.empty()) hdrs = curl().slist_append(hdrs, ("Content-Type: " + content_type).c_str());
+  hdrs = curl().slist_append(hdrs, "Expect:");  // a 1 MiB log chunk must not wait for "100 Continue"
+  curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
   if (method == "POST" || method == "PUT") {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl().easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   }
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_string);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
+  curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, write_string);
+  curl().easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl().easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl().easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl_easy_perform(c);
-  curl_slist_free_all(hdrs);
+  curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  CURLcode rc = curl().easy_perform(c);
+  curl().slist_free_all(hdrs);
   if (rc != CURLE_OK) {
     r.body.clear();
     r.headers.clear();
@@ -151,7 +147,7 @@ HttpResponse Client::send(const std::string& method, const std::string& path, co
     r.transport_error = transport_cause(rc, errbuf);
     return r;
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   return r;
 }
 
@@ -218,29 +214,29 @@ nlohmann::json Client::put_file(const std::string& path, const std::string& file
   if (!f) throw Error("cannot read " + file);
   uint64_t total = std::filesystem::file_size(file);
   CURL* c = static_cast<CURL*>(curl_for("PUT", path, 0));
-  curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(c, CURLOPT_READFUNCTION, read_file);
-  curl_easy_setopt(c, CURLOPT_READDATA, f);
-  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(total));
+  curl().easy_setopt(c, CURLOPT_UPLOAD, 1L);
+  curl().easy_setopt(c, CURLOPT_READFUNCTION, read_file);
+  curl().easy_setopt(c, CURLOPT_READDATA, f);
+  curl().easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(total));
   Progress prog{&progress, total};
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+  curl().easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl().easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
   curl_slist* hdrs = nullptr;
-  if (!token_.empty()) hdrs = curl_slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
-  hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
-  hdrs = curl_slist_append(hdrs, "Expect:");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  if (!token_.empty()) hdrs = curl().slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
+  hdrs = curl().slist_append(hdrs, "Content-Type: application/octet-stream");
+  hdrs = curl().slist_append(hdrs, "Expect:");
+  curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
   HttpResponse r;
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_string);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, write_string);
+  curl().easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl_easy_perform(c);
-  curl_slist_free_all(hdrs);
+  curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  CURLcode rc = curl().easy_perform(c);
+  curl().slist_free_all(hdrs);
   std::fclose(f);
   if (rc != CURLE_OK) throw_transport(rc, errbuf);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   if (r.status / 100 != 2) throw_api_error(r);
   return r.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.body);
 }
@@ -252,22 +248,22 @@ void Client::get_to_file(const std::string& path, const std::string& file, const
   if (!f) throw Error("cannot write " + part);
   CURL* c = static_cast<CURL*>(curl_for("GET", path, timeout_ms));
   curl_slist* hdrs = nullptr;
-  if (!token_.empty()) hdrs = curl_slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_file);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+  if (!token_.empty()) hdrs = curl().slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
+  curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, write_file);
+  curl().easy_setopt(c, CURLOPT_WRITEDATA, f);
   Progress prog{&progress, 0, true};
   if (progress) {
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+    curl().easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl().easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
   }
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl_easy_perform(c);
-  curl_slist_free_all(hdrs);
+  curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  CURLcode rc = curl().easy_perform(c);
+  curl().slist_free_all(hdrs);
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   bool ok = std::fclose(f) == 0 && rc == CURLE_OK && status == 200;
   if (!ok) {
     HttpResponse r;

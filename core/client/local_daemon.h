@@ -47,9 +47,6 @@ std::string default_air_binary();
 // Serialised by a lock file so that two CLIs started together share one daemon.
 WorkspaceTarget ensure_local_daemon(const std::string& home, const std::string& air_binary);
 
-// The workspace the CLI should use: the configured one, else the embedded daemon (started on demand).
-WorkspaceTarget resolve_workspace(const std::string& profile);
-
 // Stops the local daemon (SIGTERM, then SIGKILL after timeout). Returns false when none was running.
 bool stop_local_daemon(const std::string& home, int timeout_ms = 10000);
 

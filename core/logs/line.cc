@@ -30,7 +30,17 @@ const std::vector<std::vector<std::string_view>> kFatal = {
     {"signal 9"},
     {"signal sigterm"},
     {"killed"},
-    {"xid 48"},  // the NVIDIA driver's Xid codes of a failing GPU (double-bit ECC, row remap, fallen off the bus)
+    // The NVIDIA driver's Xid codes of a failing GPU (double-bit ECC, row remapping, fallen off the bus,
+    // uncontained ECC), as the kernel log writes them ("NVRM: Xid (PCI:0000:3b:00): 79, pid=...") and as
+    // monitoring tools quote them ("Xid 79").
+    {"fallen off the bus"},
+    {"nvrm: xid", "): 48,"},
+    {"nvrm: xid", "): 63,"},
+    {"nvrm: xid", "): 64,"},
+    {"nvrm: xid", "): 79,"},
+    {"nvrm: xid", "): 94,"},
+    {"nvrm: xid", "): 95,"},
+    {"xid 48"},
     {"xid 63"},
     {"xid 64"},
     {"xid 79"},

@@ -140,7 +140,8 @@ bool readable(int dirfd, const std::string& name, const struct stat& st) {
 
 class Walker {
  public:
-  Walker(SnapshotManifest& m, std::string real_root) : m_(m), real_root_(std::move(real_root)) {}
+  Walker(SnapshotManifest& m, std::string real_root, bool ignore_files)
+      : m_(m), real_root_(std::move(real_root)), ignore_files_(ignore_files) {}
 
   void walk(int fd, const std::string& rel, bool inside);
   const IgnoreStack& stack() const { return stack_; }
@@ -159,6 +160,7 @@ class Walker {
 
   SnapshotManifest& m_;
   std::string real_root_;
+  bool ignore_files_;  // honour .gitignore/.airignore (off for a git export: every file there is tracked)
   IgnoreStack stack_;
   std::vector<uint64_t> counts_;
 };
@@ -184,7 +186,7 @@ void Walker::walk(int fd, const std::string& rel, bool inside) {
 
   auto rules_of = [&](const char* file) {
     bool present = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == file; });
-    if (!present) return std::vector<IgnoreRule>{};
+    if (!present || !ignore_files_) return std::vector<IgnoreRule>{};
     return parse_ignore_rules(read_small_file(dirfd, file, rel + file, 16 << 20), rel + file);
   };
   stack_.push(rel, rules_of(".gitignore"), rules_of(".airignore"));
@@ -348,6 +350,11 @@ bool source_less(const IgnoreRuleCount& a, const IgnoreRuleCount& b) {
 }  // namespace
 
 SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths) {
+  return scan_snapshot(root, include_paths, true);
+}
+
+SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths,
+                               bool ignore_files) {
   SnapshotManifest m;
   struct timespec now;
   ::clock_gettime(CLOCK_REALTIME, &now);
@@ -362,7 +369,7 @@ SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::s
 
   int fd = ::open(m.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw read_error("snapshot root '" + m.root + "'", errno);
-  Walker walker(m, m.root);
+  Walker walker(m, m.root, ignore_files);
   walker.walk(fd, "", m.include_paths.empty());
 
   std::sort(m.files.begin(), m.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });

@@ -50,6 +50,9 @@ bool looks_like_credential(const std::string& rel_path, const std::string& conte
 
 // Walks root (restricted to include_paths when non-empty). Throws air::Error on unreadable trees.
 SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths);
+// ignore_files false: .gitignore and .airignore are not read (a git export, where every file is tracked).
+SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::string>& include_paths,
+                               bool ignore_files);
 
 // Drops every file under `dir` when it lies strictly inside m.root, and records it as a built-in exclusion
 // named `rule` (used for $AIR_HOME). Returns how many files were dropped.

@@ -76,10 +76,20 @@ FieldSpec build() {
              "Only these relative paths under root_path go into the snapshot (non-empty list, no '..')."),
        field("remote_volume", T::kString, false, "Where snapshots are stored remotely; must start with /Volumes/."),
        git});
+  // Two forms: the nested `type: snapshot` + `snapshot: {...}` of the Go CLI, and the flat `root_path: .`
+  // (with include_paths, remote_volume, git) of the public docs. rules.cc requires one complete form.
+  FieldSpec flat_root = snapshot.children[0];
+  flat_root.required = false;
+  flat_root.description = "The flat form: the project folder to upload (instead of type + snapshot); relative paths "
+                   "resolve against the YAML file's folder.";
   FieldSpec code_source = field(
       "code_source", T::kObject, false,
-      "The code to ship to every node, unpacked at $CODE_SOURCE_PATH.",
-      {field("type", T::kString, true, "The kind of code source.", {}, {}, {"snapshot"}), snapshot});
+      "The code to ship to every node, unpacked at $CODE_SOURCE_PATH: `root_path: .` or `type: snapshot` with "
+      "`snapshot: {root_path: .}`.",
+      {field("type", T::kString, false, "The kind of code source (the nested form; with snapshot).", {}, {},
+             {"snapshot"}),
+       snapshot, flat_root, snapshot.children[1], snapshot.children[2], snapshot.children[3]});
+  code_source.children[1].required = false;
   FieldSpec permission = field(
       "permissions", T::kObjectList, false, "Who else may see or manage the run (exactly one principal each).",
       {field("user_name", T::kString, false, "A user principal."),

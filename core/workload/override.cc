@@ -46,22 +46,24 @@ class Applier {
       sink_.add({index_, 1, 1}, static_cast<int>(arg.size()), "invalid --override: expected KEY=VALUE", hint);
       return {};
     }
-    if (eq == 0) {
+    // Spaces around the key are dropped, as the reference does: "timeout_minutes = 45" sets timeout_minutes.
+    size_t lead = arg.find_first_not_of(" \t");
+    if (eq == 0 || lead >= eq) {
       sink_.add({index_, 1, 1}, 1, "invalid --override: the key before '=' is empty",
                 "for example --override compute.num_accelerators=32");
       return {};
     }
     std::vector<Part> parts;
     size_t start = 0;
-    std::string path = arg.substr(0, eq);
+    std::string path = arg.substr(lead, arg.find_last_not_of(" \t", eq - 1) + 1 - lead);
     while (true) {
       size_t dot = path.find('.', start);
       std::string name = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       if (name.empty()) {
-        sink_.add({index_, 1, static_cast<int>(start) + 1}, 1, "invalid --override: empty part in the key path");
+        sink_.add({index_, 1, static_cast<int>(lead + start) + 1}, 1, "invalid --override: empty part in the key path");
         return {};
       }
-      parts.push_back({name, static_cast<int>(start) + 1});
+      parts.push_back({name, static_cast<int>(lead + start) + 1});
       if (dot == std::string::npos) break;
       start = dot + 1;
     }

@@ -78,7 +78,11 @@ std::string render_plan_text(const PlanInput& in) {
                                                                : std::string("none"));
   if (w.stall_timeout_minutes)
     out += fmt::format("stall timeout  {} minutes without a log line fails the attempt\n", *w.stall_timeout_minutes);
-  if (!w.mlflow_run_name.empty()) out += fmt::format("mlflow run     {}\n", w.mlflow_run_name);
+  if (!w.mlflow_run_name.empty())
+    out += fmt::format("mlflow run     {} (a retry: {}-attempt-<k>)\n", w.mlflow_run_name, w.mlflow_run_name);
+  if (!w.mlflow_experiment_directory.empty())
+    out += fmt::format("mlflow folder  {} (kept with the run; the experiment is named by experiment_name)\n",
+                       w.mlflow_experiment_directory);
   if (w.environment.version) out += fmt::format("env version    {}\n", *w.environment.version);
   if (w.environment.docker_image) {
     out += fmt::format("docker image   {} (tag policy {})\n", w.environment.docker_image->url,
@@ -111,6 +115,7 @@ std::string render_plan_text(const PlanInput& in) {
       out += cs.git->commit.empty() ? fmt::format("  git branch {}\n", cs.git->branch)
                                     : fmt::format("  git commit {}\n", cs.git->commit);
     }
+    if (!in.snapshot_source.empty()) out += "  source: " + in.snapshot_source + "\n";
     if (const SnapshotManifest* m = in.snapshot) {
       out += fmt::format("  {} {}, {}\n", m->files.size(), m->files.size() == 1 ? "file" : "files", human_bytes(m->total_bytes));
       if (!m->largest.empty()) {
@@ -166,6 +171,7 @@ nlohmann::json plan_to_json(const PlanInput& in) {
     j["docker_image"] = {{"url", d.url}, {"tag_policy", d.tag_policy}};
   }
   if (!w.mlflow_run_name.empty()) j["mlflow_run_name"] = w.mlflow_run_name;
+  if (!w.mlflow_experiment_directory.empty()) j["mlflow_experiment_directory"] = w.mlflow_experiment_directory;
   if (w.stall_timeout_minutes) j["stall_timeout_minutes"] = *w.stall_timeout_minutes;
   if (w.code_source) {
     const CodeSource& cs = *w.code_source;
@@ -174,6 +180,8 @@ nlohmann::json plan_to_json(const PlanInput& in) {
               {"root_path_resolved", cs.root_path_resolved},
               {"include_paths", cs.include_paths}};
     if (cs.git) c["git"] = cs.git->commit.empty() ? json{{"branch", cs.git->branch}} : json{{"commit", cs.git->commit}};
+    if (!in.snapshot_source.empty()) c["source"] = in.snapshot_source;
+    if (!cs.remote_volume.empty()) c["remote_volume"] = cs.remote_volume;
     if (const SnapshotManifest* m = in.snapshot) {
       json largest = json::array(), excluded = json::array();
       for (const auto& f : m->largest) largest.push_back({{"path", f.path}, {"bytes", f.size}});

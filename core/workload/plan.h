@@ -25,6 +25,7 @@ std::vector<std::pair<std::string, std::string>> planned_node_environment(const 
 struct PlanInput {
   const Workload* workload = nullptr;
   const SnapshotManifest* snapshot = nullptr;  // null when there is no code_source
+  std::string snapshot_source;                 // what the snapshot is made of: the working tree, or a commit
   std::vector<std::string> overrides;          // notes of applied --override flags
   std::vector<Diagnostic> warnings;            // parse warnings and snapshot findings
 };

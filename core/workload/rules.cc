@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,25 @@ void WorkloadDecoder::decode_code_source(Entry e, std::optional<CodeSource>& out
     }
   }
   Entry snap = get(m, "snapshot");
+  bool has_type = m->find("type") != nullptr, has_snap = m->find("snapshot") != nullptr;
+  const YamlNode* flat = nullptr;  // the first key of the flat form, if any
+  bool unknown = false;
+  static const std::set<std::string> kKnown = {"type", "snapshot", "root_path", "include_paths", "remote_volume", "git"};
+  for (const auto& entry : m->entries) unknown = unknown || !kKnown.count(entry.first.scalar);
+  for (const auto& entry : m->entries)
+    for (const char* k : {"root_path", "include_paths", "remote_volume", "git"})
+      if (!flat && entry.first.scalar == k) flat = &entry.first;
+  if (flat && (has_snap || has_type)) {
+    error(*flat, fmt::format("'code_source.{}' is the flat form; this code_source also has '{}'", flat->scalar,
+                             has_snap ? "snapshot" : "type"),
+          "use either 'root_path: ...' directly under code_source, or 'type: snapshot' with 'snapshot: {root_path: ...}'");
+  } else if (flat) {
+    if (!get(m, "root_path")) error(*e.key, "missing required key 'root_path' in 'code_source'", "add 'root_path: .'");
+  } else if ((!has_type || !has_snap) && !unknown) {  // a misspelt key already has its did-you-mean error
+    error(*e.key, fmt::format("missing required key '{}' in 'code_source'", !has_type ? "type" : "snapshot"),
+          !has_type ? "add 'type: snapshot' (or the flat form: 'root_path: .')" : "add 'snapshot: <object>'");
+  }
+  if (flat && !has_snap && !has_type) snap = e;  // the flat form's keys are the snapshot's
   if (snap) {
     const YamlNode* s = snap.value;
     check_root_path(get(s, "root_path"), cs);

@@ -26,8 +26,11 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/air/bin" "$stage/air/lib"
 cp "$air" "$stage/air/bin/air"
 strip "$stage/air/bin/air"
-# Every library the loader resolves, except the C runtime the GPU image has (a newer one).
-ldd "$air" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+# Every library the loader resolves, except the C runtime the GPU image has (a newer one); libcurl is
+# loaded on air's first request (dlopen, core/client/curl_api.cc), so it and its own libraries are added.
+curl_lib=$(ldconfig -p | awk '/libcurl.so.4 .*x86-64/ {print $NF; exit}')
+[ -n "$curl_lib" ] || { echo "bundle.sh: libcurl.so.4 is missing (bash scripts/setup)" >&2; exit 1; }
+{ ldd "$air"; echo "libcurl.so.4 => $curl_lib (0)"; ldd "$curl_lib"; } | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libdl.so.*|librt.so.*|libpthread.so.*|libresolv.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*) ;;
     *) cp -L "$lib" "$stage/air/lib/" ;;

@@ -180,8 +180,8 @@ stamp "air run --watch exited $rc"
 grep -v "__exit" "$OUT/watch.log" | cut -d' ' -f2- | grep -v '^{"step"' | tail -n 60
 
 # ---- 4. checks -------------------------------------------------------------------------------------------
-id=$("$AIR" -o json list --all-status | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["run_id"])')
-state=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+id=$("$AIR" -o json list --all-status | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["runs"][0]["run_id"])')
+state=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["state"])')
 check "run $id SUCCEEDED" "$([ "$state" = SUCCEEDED ] && [ "$rc" = 0 ]; echo $?)" "state $state, air run exit $rc"
 "$AIR" logs "$id" --node 0 > "$W/node0.log" 2>&1
 { "$AIR" get run "$id"; echo; "$AIR" get run "$id" --metrics; } > "$W/get_run.txt" 2>&1

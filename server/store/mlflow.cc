@@ -353,11 +353,15 @@ std::map<std::string, std::vector<MlflowMetric>> MlflowStore::all_metric_history
   return out;
 }
 
-std::string MlflowStore::attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name) {
+std::string MlflowStore::attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name,
+                                     const std::string& run_name) {
   if (auto known = attempt_runs(air_run_id); known.count(attempt)) return known[attempt];
   std::string exp = get_or_create_experiment(experiment_name.empty() ? "Default" : experiment_name);
   KeyValues tags = {{"air.run_id", air_run_id}, {"air.attempt", std::to_string(attempt)}};
-  MlflowRun run = create_run(exp, fmt::format("{}-attempt-{}", air_run_id, attempt), "air", std::nullopt, tags);
+  std::string name = run_name.empty() ? fmt::format("{}-attempt-{}", air_run_id, attempt)
+                     : attempt == 1    ? run_name
+                                       : fmt::format("{}-attempt-{}", run_name, attempt);
+  MlflowRun run = create_run(exp, name, "air", std::nullopt, tags);
   std::lock_guard lock(mu_);
   sql::Stmt(db_->get(), "INSERT OR IGNORE INTO air_attempt_mlflow_runs VALUES(?, ?, ?)")
       .bind(1, air_run_id).bind(2, static_cast<int64_t>(attempt)).bind(3, run.info.run_id).run();

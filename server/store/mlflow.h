@@ -98,7 +98,10 @@ class MlflowStore {
 
   // The MLflow run of one attempt of an air run: created on first call (in the experiment named
   // experiment_name, "Default" when empty; tagged air.run_id and air.attempt), the same id afterwards.
-  std::string attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name);
+  // run_name: the workload's mlflow_run_name; attempt 1's MLflow run is named so, a retry "<name>-attempt-<k>".
+  // Without it: "<air run id>-attempt-<k>".
+  std::string attempt_run(const std::string& air_run_id, int attempt, const std::string& experiment_name,
+                          const std::string& run_name = {});
   // attempt -> MLflow run id, for every attempt of an air run that has one.
   std::map<int, std::string> attempt_runs(const std::string& air_run_id);
   // The air run whose attempt owns this MLflow run; nullopt for runs created through the API.

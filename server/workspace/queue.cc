@@ -2,6 +2,7 @@
 // (server/scheduler/policy.h) and applies what it decides: preempt, start attempts, and tell each waiting
 // run where it stands. The local backend's GPU indices are handed out here, pool by pool.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -225,7 +226,8 @@ bool Workspace::start_attempt(RunRecord& r) {
   a.state = "PENDING";
   a.master_port = free_loopback_port();
   a.started_at_ms = now();
-  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name);
+  a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
+                                                  nlohmann::json::parse(r.spec_json).value("mlflow_run_name", ""));
   for (int n = 0; n < r.info.num_nodes; ++n) a.nodes.push_back(api::NodeInfo{.rank = n, .gpus = gpus[n]});
   r.info.attempts.push_back(a);
   r.info.current_attempt = a.number;

@@ -34,9 +34,9 @@ std::vector<Diagnostic> WorkspaceServices::missing_secrets(const Workload& w, co
 }
 
 std::string WorkspaceServices::attempt_mlflow_run(const std::string& run_id, int attempt,
-                                                  const std::string& experiment_name) {
+                                                  const std::string& experiment_name, const std::string& run_name) {
   try {
-    return mlflow_->attempt_run(run_id, attempt, experiment_name);
+    return mlflow_->attempt_run(run_id, attempt, experiment_name, run_name);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "air server: cannot create the MLflow run of %s attempt %d: %s\n", run_id.c_str(), attempt,
                  e.what());

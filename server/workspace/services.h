@@ -37,7 +37,8 @@ class WorkspaceServices {
 
   // The attempt's MLflow run id (created in the workload's experiment on first call); "" when the tracking
   // store failed (the reason goes to stderr: metrics are not worth failing a run for).
-  std::string attempt_mlflow_run(const std::string& run_id, int attempt, const std::string& experiment_name);
+  std::string attempt_mlflow_run(const std::string& run_id, int attempt, const std::string& experiment_name,
+                                 const std::string& run_name = {});
   // Marks the attempt's MLflow run ended: FINISHED for SUCCEEDED, KILLED for CANCELED/TIMED_OUT/PREEMPTED, else FAILED.
   void end_mlflow_run(const std::string& mlflow_run_id, const std::string& attempt_state);
   // Fills each attempt's mlflow_run_id and (with `values`) its latest metrics.

@@ -241,7 +241,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                      {"gpu", w.compute.gpu},
                      {"secrets", secrets},
                      {"dependencies", w.environment.dependencies},
-                     {"environment_version", w.environment.version.value_or("")}}
+                     {"environment_version", w.environment.version.value_or("")},
+                     {"mlflow_run_name", w.mlflow_run_name}}
                     .dump();
   if (!key.empty()) idempotency_[key] = i.run_id;
   std::string id = i.run_id;

@@ -24,6 +24,7 @@ Result air_cli(std::vector<std::string> args) {
   static const bool hermetic = [] {  // no workspace: run ids must come back empty, not start a daemon
     ::setenv("AIR_HOME", "/nonexistent/air-completion-test-home", 1);
     ::setenv("AIR_CONFIG_FILE", "/nonexistent/air-completion-test-config", 1);
+    ::setenv("DATABRICKS_CONFIG_FILE", "/nonexistent/air-completion-test-databrickscfg", 1);
     ::unsetenv("AIR_HOST");
     return true;
   }();

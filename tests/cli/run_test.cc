@@ -30,6 +30,7 @@ Result air_cli(std::vector<std::string> args) {
   static const bool hermetic = [] {
     ::setenv("AIR_HOME", "/nonexistent/air-run-test-home", 1);
     ::setenv("AIR_CONFIG_FILE", "/nonexistent/air-run-test-config", 1);
+    ::setenv("DATABRICKS_CONFIG_FILE", "/nonexistent/air-run-test-databrickscfg", 1);
     ::unsetenv("AIR_HOST");
     return true;
   }();
@@ -56,7 +57,7 @@ TEST_CASE("dry-run of the reference workload prints the plan and exits 0") {
   Result r = air_cli({"run", "-f", kReference, "--dry-run"});
   INFO(r.err);
   CHECK(r.code == 0);
-  CHECK(r.err.empty());
+  CHECK(r.err == "Dry run: configuration for \"air-multinode-llama-sft\" is valid; not submitting.\n");
   CHECK(r.out.rfind("Dry run: \"air-multinode-llama-sft\" is valid; nothing was submitted.\n", 0) == 0);
   CHECK(r.out.find("compute        2 nodes x 8 GPU per node (GPU_8xH100), 16 in all\n") != std::string::npos);
   CHECK(r.out.find("node 1 environment\n  NUM_NODES=2\n  NODE_RANK=1\n  LOCAL_WORLD_SIZE=8\n"
@@ -75,7 +76,7 @@ TEST_CASE("dry-run without a running workspace says the secrets were not checked
                    "it)\n") != std::string::npos);
   Result j = air_cli({"run", "-f", kReference, "--dry-run", "-o", "json"});
   CHECK(j.code == 0);
-  auto doc = nlohmann::json::parse(j.out);
+  auto doc = nlohmann::json::parse(j.out)["data"];
   CHECK(doc["secrets_check"]["checked"] == false);
   CHECK(doc["secrets_check"]["missing"].empty());
 }
@@ -83,8 +84,11 @@ TEST_CASE("dry-run without a running workspace says the secrets were not checked
 TEST_CASE("dry-run with -o json prints one JSON document") {
   Result r = air_cli({"run", "-f", kReference, "--dry-run", "-o", "json"});
   REQUIRE(r.code == 0);
-  nlohmann::json j = nlohmann::json::parse(r.out);
+  nlohmann::json env = nlohmann::json::parse(r.out);
+  CHECK(env["v"] == 1);  // the reference's envelope
+  nlohmann::json j = env["data"];
   CHECK(j["status"] == "DRY_RUN_OK");
+  CHECK(j["dry_run"] == true);
   CHECK(j["compute"]["nodes"] == 2);
   REQUIRE(j["nodes"].size() == 2);
   CHECK(j["nodes"][1]["env"]["NODE_RANK"] == "1");
@@ -117,7 +121,9 @@ TEST_CASE("an invalid workload with -o json gives the error document on stdout")
   Result r = air_cli({"-o", "json", "run", "-f", f.path.string(), "--dry-run"});
   CHECK(r.code == 2);
   nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(j["error"]["code"] == "INVALID_WORKLOAD");
+  CHECK(j["error"]["code"] == "INVALID_ARGS");
+  CHECK(j["error"]["kind"] == "PERMANENT");
+  CHECK(j["error"]["retryable"] == false);
   CHECK(j["error"]["diagnostics"].size() == 2);
   CHECK(j["error"]["diagnostics"][0]["message"] == "missing required top-level key 'compute'");
 }

@@ -34,12 +34,18 @@ struct Workspace {
     return handle_secrets_request(store, m, p, b, token == "t0k" ? SecretsCaller::admin() : SecretsCaller{});
   }};
 
+  // The verb finds it the way every verb does (core/client/config.h): AIR_HOST + AIR_TOKEN.
   Workspace() {
-    air::cli::set_workspace_resolver([this](const air::cli::Context&) {
-      return air::WorkspaceEndpoint{server.url(), "t0k"};
-    });
+    ::setenv("AIR_HOST", server.url().c_str(), 1);
+    ::setenv("AIR_TOKEN", "t0k", 1);
+    ::setenv("AIR_CONFIG_FILE", "/nonexistent/air-secrets-test-config", 1);
+    ::setenv("DATABRICKS_CONFIG_FILE", "/nonexistent/air-secrets-test-databrickscfg", 1);
+    ::unsetenv("DATABRICKS_CONFIG_PROFILE");
   }
-  ~Workspace() { air::cli::set_workspace_resolver({}); }
+  ~Workspace() {
+    ::unsetenv("AIR_HOST");
+    ::unsetenv("AIR_TOKEN");
+  }
 
   CliResult run(std::vector<std::string> args, const std::string& stdin_text = "") {
     std::ostringstream out, err;
@@ -95,12 +101,13 @@ TEST_CASE("air secrets: create put from stdin list delete - no value is ever pri
   r = w.run({"secrets", "list-scopes"});
   CHECK(r.out == "Scope     Backend\nmy_scope  AIR\n");
   r = w.run({"-o", "json", "secrets", "list-scopes"});
-  CHECK(nlohmann::json::parse(r.out) == nlohmann::json::parse(R"({"scopes":[{"name":"my_scope","backend_type":"AIR"}]})"));
+  CHECK(nlohmann::json::parse(r.out)["data"] ==
+        nlohmann::json::parse(R"({"scopes":[{"name":"my_scope","backend_type":"AIR"}]})"));
   r = w.run({"secrets", "list-secrets", "my_scope"});
   CHECK(r.code == 0);
   CHECK(r.out.rfind("Key       Last updated\nbin       20", 0) == 0);
   r = w.run({"-o", "json", "secrets", "list-secrets", "my_scope"});
-  auto j = nlohmann::json::parse(r.out);
+  auto j = nlohmann::json::parse(r.out)["data"];
   CHECK(j["secrets"].size() == 3);
   CHECK(j["secrets"][2]["key"] == "hf_token");
   CHECK(r.out.find(value) == std::string::npos);

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/app.h"
 #include "core/client/client.h"
 #include "core/client/local_daemon.h"
@@ -41,6 +43,8 @@ struct Home {
     ::setenv("AIR_BIN_DIR", AIR_BIN_DIR, 1);
     ::unsetenv("AIR_HOST");
     ::unsetenv("AIR_TOKEN");
+    ::setenv("DATABRICKS_CONFIG_FILE", (dir + "/databrickscfg").c_str(), 1);
+    for (const char* v : {"DATABRICKS_HOST", "DATABRICKS_TOKEN", "DATABRICKS_CONFIG_PROFILE"}) ::unsetenv(v);
   }
   ~Home() {
     air::stop_local_daemon(dir);
@@ -68,10 +72,10 @@ TEST_CASE("cli: the local workspace starts on demand, is reused, reports its sta
   CHECK(air::read_daemon_info(h.dir)->pid == d->pid);  // reused, not restarted
   auto js = air_cli({"-o", "json", "server", "status"});
   CHECK(js.code == 0);
-  CHECK(js.out.find("\"running\":true") != std::string::npos);
+  CHECK(nlohmann::json::parse(js.out)["data"]["running"] == true);
   auto after = air_cli({"server", "status", "-o", "json"});  // global flags may follow the verb
   CHECK(after.code == 0);
-  CHECK(after.out == js.out);
+  CHECK(nlohmann::json::parse(after.out)["data"] == nlohmann::json::parse(js.out)["data"]);
   auto nested = air_cli({"list", "runs", "--all-status", "--output", "json"});
   CHECK(nested.code == 0);
   CHECK(nested.out.rfind("{", 0) == 0);
@@ -90,16 +94,34 @@ TEST_CASE("cli: unknown runs, bad ids and bad flags give clear errors and stable
   CHECK(air_cli({"get", "run"}).code == 2);
   auto c = air_cli({"cancel"});
   CHECK(c.code == 2);
-  CHECK(c.err.find("nothing to cancel") != std::string::npos);
-  CHECK(air_cli({"cancel", "--all", "-y"}).out == "No active runs to cancel.\n");
+  CHECK(c.err == "air: error: provide at least one JOB_RUN_ID, or use --all\n");
+  CHECK(air_cli({"cancel", "--all", "-y"}).out.rfind("No active runs to cancel in http://127.0.0.1:", 0) == 0);
   auto cu = air_cli({"cancel", "deadbeef"});
   CHECK(cu.code == 1);
-  CHECK(cu.err == "air: error: run deadbeef not found\n");
+  CHECK(cu.err == "Run deadbeef not found. Please check the run ID and ensure you're using a Job Run ID.\n");
+  auto cj = air_cli({"cancel", "deadbeef", "-o", "json"});
+  auto cjd = nlohmann::json::parse(cj.out);
+  CHECK(cjd["v"] == 1);
+  CHECK(cjd["data"]["cancelled"].empty());
+  CHECK(cjd["data"]["failed"][0]["run_id"] == "deadbeef");
+  // -o json errors: the reference's error envelope on stdout.
+  auto gj = air_cli({"get", "deadbeef", "-o", "json"});
+  CHECK(gj.code == 1);
+  auto gjd = nlohmann::json::parse(gj.out);
+  CHECK(gjd["error"]["code"] == "NOT_FOUND");
+  CHECK(gjd["error"]["kind"] == "NOT_FOUND");
+  CHECK(gjd["error"]["retryable"] == false);
+  CHECK(gjd["error"]["message"] == "run deadbeef not found");
+  auto uj = air_cli({"cancel", "a", "--all", "-o", "json"});
+  CHECK(uj.code == 2);
+  CHECK(nlohmann::json::parse(uj.out)["error"]["code"] == "INVALID_ARGS");
+  CHECK(nlohmann::json::parse(uj.out)["error"]["message"] == "cannot combine JOB_RUN_ID arguments with --all");
   CHECK(air_cli({"logs", "deadbeef", "--node", "-1"}).code == 2);
   CHECK(air_cli({"logs", "deadbeef"}).code == 1);
   auto f = air_cli({"list", "--filter", "colour=red"});
   CHECK(f.code == 2);
-  CHECK(f.err.find("unsupported --filter key 'colour'") != std::string::npos);
+  CHECK(f.err == "air: error: unsupported --filter key \"colour\": supported keys are accelerator_type, experiment, "
+                 "num_accelerators, status, user\n");
   CHECK(air_cli({"list", "--limit", "0"}).code == 2);
 }
 
@@ -116,7 +138,7 @@ TEST_CASE("cli: an unreachable workspace names its URL and the cause") {
 
 TEST_CASE("cli: profiles come from the config file; an unknown one lists the known ones") {
   Home h;
-  std::ofstream(h.dir + "/config") << "[staging]\nhost = 127.0.0.1:1\ntoken = t\n";
+  std::ofstream(h.dir + "/config") << "[staging]\nhost = http://127.0.0.1:1\ntoken = t\n";
   auto r = air_cli({"-p", "prod", "list"});
   CHECK(r.code == 2);
   CHECK(r.err.find("unknown profile 'prod'") != std::string::npos);

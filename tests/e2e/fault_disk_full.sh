@@ -35,16 +35,16 @@ command: |
 max_retries: 0
 YAML
 t0=$(date +%s)
-id=$("$AIR" -o json run -f "$E2E_TMP/big.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+id=$("$AIR" -o json run -f "$E2E_TMP/big.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["run_id"])')
 state=""
 for _ in $(seq 1 120); do
-  state=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  state=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["state"])')
   case $state in SUCCEEDED|FAILED) break ;; esac
   sleep 0.5
 done
 echo "run $id: $state after $(( $(date +%s) - t0 )) s; $(df -h "$AIR_HOME" | tail -1 | awk '{print $4 " free of " $2}')"
 [ "$state" = SUCCEEDED ] || [ "$state" = FAILED ] || fail "the run did not end with its disk full (state $state)"
-msg=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["attempts"][0]["nodes"][0]["message"])')
+msg=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["attempts"][0]["nodes"][0]["message"])')
 echo "node 0: $msg"
 case $msg in *"the workspace's disk is full"*|*"log spool could not be written"*) ;; *) fail "the node's message does not say the disk is full" ;; esac
 "$AIR" list >/dev/null || fail "the workspace stopped answering"
@@ -87,9 +87,9 @@ command: |
   for i in $(seq 1 200); do echo "after $i"; done
 max_retries: 0
 YAML
-id2=$("$AIR" -o json run -f "$E2E_TMP/small.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+id2=$("$AIR" -o json run -f "$E2E_TMP/small.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["run_id"])')
 "$AIR" logs "$id2" --follow > "$E2E_TMP/after.txt" || true
-state2=$("$AIR" -o json get run "$id2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+state2=$("$AIR" -o json get run "$id2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["state"])')
 [ "$state2" = SUCCEEDED ] || fail "the run after freeing space ended $state2"
 [ "$(grep -c '^after ' "$E2E_TMP/after.txt")" = 200 ] || fail "the run after freeing space lost lines"
 echo "ok: disk full -> run $state with the reason in its node message ($stored bytes of log stored), database intact, next run SUCCEEDED with 200 of 200 lines"

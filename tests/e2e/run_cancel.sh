@@ -23,7 +23,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ "$(pgrep -fc "$marker" || true)" -ge 4 ] || fail "the commands' children did not start: $(pgrep -af "$marker")"
-"$AIR" cancel "$id" | grep -q "Requested cancellation of run $id" || fail "cancel did not confirm"
+"$AIR" cancel "$id" 2>&1 | grep -q "Successfully requested cancellation for run $id" || fail "cancel did not confirm"
 wait_state "$id" CANCELED 40
 for _ in $(seq 1 150); do
   pgrep -f "$marker" >/dev/null || break

@@ -85,7 +85,7 @@ wait_state "$b" CANCELED 20
 wait_gone_from_queue "$job_b"
 
 t0=$SECONDS
-"$AIR" cancel "$a" | grep -q "Requested cancellation of run $a" || fail "cancel did not confirm"
+"$AIR" cancel "$a" 2>&1 | grep -q "Successfully requested cancellation for run $a" || fail "cancel did not confirm"
 wait_state "$a" CANCELED 30
 wait_gone_from_queue "$job_a"
 for _ in $(seq 1 100); do

@@ -61,7 +61,7 @@ grep -q "/Volumes/main/default/ckpt/tiny  $files file(s), $bytes bytes" "$E2E_TM
 # air fs ls / cp -r: the checkpoint comes back through the Files API and air-train loads it.
 "$AIR" fs ls dbfs:/Volumes/main/default/ckpt/tiny > "$E2E_TMP/ls.txt"
 grep -qx "config.json" "$E2E_TMP/ls.txt" || fail "air fs ls does not show config.json: $(cat "$E2E_TMP/ls.txt")"
-"$AIR" fs ls -o json /Volumes/main/default/ckpt/tiny | json_get - '[e["name"] for e in d]' | grep -q model.safetensors ||
+"$AIR" fs ls -o json /Volumes/main/default/ckpt/tiny | json_get - '[e["name"] for e in d["files"]]' | grep -q model.safetensors ||
   fail "air fs ls -o json does not show model.safetensors"
 "$AIR" fs cp -r dbfs:/Volumes/main/default/ckpt/tiny "$E2E_TMP/fetched" 2> "$E2E_TMP/cp.err" || { cat "$E2E_TMP/cp.err"; fail "air fs cp -r failed"; }
 for f in $(cd "$store" && find . -type f); do

@@ -94,3 +94,27 @@ TEST_CASE("train config: validation names every problem") {
   REQUIRE(parse_size("2 MiB") == 2097152ull);
   REQUIRE(parse_size("1000") == 1000ull);
 }
+
+TEST_CASE("train config: precision fp8 is opt-in, checked, and located when misspelt") {
+  TrainConfig c;
+  REQUIRE(c.precision == "bf16");
+  apply_yaml(c, "model_name: m\ndataset_name: d\nprecision: fp8\nfp8_scaling: rowwise\n", "p.yaml");
+  REQUIRE(c.precision == "fp8");
+  REQUIRE(c.fp8_scaling == "rowwise");
+  REQUIRE_NOTHROW(validate(c));
+  try {
+    TrainConfig bad;
+    apply_yaml(bad, "model_name: m\nprecision: fp4\n", "p.yaml");
+    FAIL("expected an error");
+  } catch (const air::Error& e) {
+    REQUIRE(std::string(e.what()).find("p.yaml:2:12: error: 'precision': 'fp4' is not one of: bf16, fp8") == 0);
+    REQUIRE(e.exit_code() == 2);
+  }
+  apply_override(c, "dtype=fp32");
+  try {
+    validate(c);
+    FAIL("expected an error");
+  } catch (const air::Error& e) {
+    REQUIRE(std::string(e.what()).find("invalid configuration: precision: fp8 computes in bf16") != std::string::npos);
+  }
+}

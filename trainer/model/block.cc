@@ -1,4 +1,5 @@
-// The hand-written block forward/backward and the chunked head + cross-entropy (trainer/model/block.h).
+// The hand-written block forward/backward and the chunked head + cross-entropy (trainer/model/block.h); with
+// `precision: fp8` the block linears go through trainer/model/fp8_linear.h.
 #include "trainer/model/block.h"
 
 #include <ATen/core/grad_mode.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "core/base/error.h"
@@ -92,7 +94,57 @@ at::Tensor attention_bwd(const Dims& d, const at::Tensor& dattn, const AttnPlan&
   return grads[0];
 }
 
+
+// FP8 runs where the emulation does (anything) or where _scaled_mm takes every size of the block's GEMMs
+// (tokens, hidden, projections, intermediate: multiples of 16); otherwise the block computes as bf16.
+bool fp8_usable(const Dims& d, const at::Tensor& h, const Fp8Block* q) {
+  if (!q) return false;
+  if (!fp8::native(h)) return true;
+  return fp8::shapes_ok(h.size(0), d.H, d.W) && fp8::shapes_ok(d.q, d.I, 2 * d.I);
+}
+
+// y = x @ W^T (+ residual). In FP8 (q set) x is quantised once into both operands: `rows` for this GEMM and
+// the transposed `cols` that W's gradient takes in backward, kept in *keep_t when given.
+at::Tensor linear_fwd(const at::Tensor& x, const at::Tensor& w, const fp8::Weight* qw, const Fp8Block* q,
+                      const at::Tensor& residual, fp8::Operand* keep_t) {
+  if (!qw) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
+  fp8::Quantized xq = fp8::quantize(x, q->scaling, /*rows=*/true, /*cols=*/keep_t != nullptr);
+  at::Tensor y = fp8::mm_nt(xq.rows, qw->rows, x.scalar_type(), /*fast_accum=*/true);
+  if (keep_t) *keep_t = std::move(xq.cols);
+  return residual.defined() ? y.add_(residual) : y;
+}
+
+// Given dy = d(x @ W^T): returns dx = dy @ W and adds dW = dy^T @ x into gw. bf16 reads the saved x; FP8
+// quantises dy once into both operands and reads x's saved transposed operand xt.
+at::Tensor linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& gw, const at::Tensor& x,
+                      const fp8::Weight* qw, const Fp8Block* q, const fp8::Operand& xt) {
+  if (!qw) {
+    at::Tensor dx = at::mm(dy, w);
+    gw.addmm_(dy.t(), x);
+    return dx;
+  }
+  fp8::Quantized dq = fp8::quantize(dy, q->scaling, true, true);
+  at::Tensor dx = fp8::mm_nt(dq.rows, qw->cols, dy.scalar_type(), /*fast_accum=*/false);
+  if (q->grads_zero) {
+    at::Tensor out = gw;
+    fp8::mm_nt_out(out, dq.cols, xt, /*fast_accum=*/false);
+  } else {
+    gw.add_(fp8::mm_nt(dq.cols, xt, gw.scalar_type(), /*fast_accum=*/false));
+  }
+  return dx;
+}
+
 }  // namespace
+
+Fp8Block quantize_block(const BlockView& w, fp8::Scaling s) {
+  Fp8Block b;
+  b.scaling = s;
+  b.qkv = fp8::quantize_weight(w.qkv, s);
+  b.o = fp8::quantize_weight(w.o, s);
+  b.gu = fp8::quantize_weight(w.gu, s);
+  b.down = fp8::quantize_weight(w.down, s);
+  return b;
+}
 
 int64_t block_numel(const LlamaConfig& c) {
   const Dims d = dims(c);
@@ -160,6 +212,7 @@ int64_t BlockSaved::bytes() const {
   int64_t n = 0;
   for (const at::Tensor* t : {&xn, &rstd1, &attn_in, &attn_out, &attn, &lse, &h1, &yn, &rstd2, &gu, &a})
     if (t->defined()) n += t->numel() * static_cast<int64_t>(t->element_size());
+  for (const fp8::Operand* o : {&q_xn, &q_attn, &q_yn, &q_a}) n += o->bytes();
   return n;
 }
 
@@ -170,55 +223,58 @@ int64_t block_saved_bytes(const LlamaConfig& c, int64_t tokens, int64_t elem_siz
 }
 
 at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor& h, const AttnPlan& plan,
-                     BlockSaved* saved) {
+                     BlockSaved* saved, const Fp8Block* fp8) {
   const Dims d = dims(c);
+  const Fp8Block* q = fp8_usable(d, h, fp8) ? fp8 : nullptr;
   BlockSaved local;
   BlockSaved& s = saved ? *saved : local;
+  const bool keep = saved != nullptr;
   auto [xn, rstd1] = ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps);
-  at::Tensor qkv = at::mm(xn, w.qkv.t());
+  at::Tensor qkv = linear_fwd(xn, w.qkv, q ? &q->qkv : nullptr, q, at::Tensor(), keep ? &s.q_xn : nullptr);
   ops::rope_(qkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/false);
   at::Tensor attn = attention_fwd(d, qkv, plan, s);
-  at::Tensor h1 = at::addmm(h, attn, w.o.t());  // h + attn @ o^T: the residual add in the GEMM's epilogue
+  // h + attn @ o^T: the residual add in the GEMM's epilogue (bf16) or after it (FP8).
+  at::Tensor h1 = linear_fwd(attn, w.o, q ? &q->o : nullptr, q, h, keep ? &s.q_attn : nullptr);
   auto [yn, rstd2] = ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps);
-  at::Tensor gu = at::mm(yn, w.gu.t());
+  at::Tensor gu = linear_fwd(yn, w.gu, q ? &q->gu : nullptr, q, at::Tensor(), keep ? &s.q_yn : nullptr);
   at::Tensor a = ops::swiglu_fwd(gu);
-  at::Tensor out = at::addmm(h1, a, w.down.t());
+  at::Tensor out = linear_fwd(a, w.down, q ? &q->down : nullptr, q, h1, keep ? &s.q_a : nullptr);
   if (saved) {
-    s.xn = xn;
     s.rstd1 = rstd1;
-    s.attn = attn;
     s.h1 = h1;
-    s.yn = yn;
     s.rstd2 = rstd2;
     s.gu = gu;
-    s.a = a;
+    if (!q) {  // FP8 keeps the quantised operands instead (q_*)
+      s.xn = xn;
+      s.attn = attn;
+      s.yn = yn;
+      s.a = a;
+    }
   }
   return out;
 }
 
 at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& g, const at::Tensor& h,
-                     BlockSaved& s, const at::Tensor& dout, const AttnPlan& plan) {
+                     BlockSaved& s, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8) {
   const Dims d = dims(c);
+  const Fp8Block* q = fp8_usable(d, h, fp8) ? fp8 : nullptr;
   if (s.empty()) throw Error("block_bwd: the block's activations were not saved");
   // MLP: out = h1 + swiglu(yn @ gu^T) @ down^T.
-  at::Tensor da = at::mm(dout, w.down);
-  g.down.addmm_(dout.t(), s.a);
+  at::Tensor da = linear_bwd(dout, w.down, g.down, s.a, q ? &q->down : nullptr, q, s.q_a);
   s.a = at::Tensor();
+  s.q_a = {};
   at::Tensor dgu = ops::swiglu_bwd(s.gu, da);
   da = at::Tensor();
   s.gu = at::Tensor();
-  at::Tensor dyn = at::mm(dgu, w.gu);
-  g.gu.addmm_(dgu.t(), s.yn);
+  at::Tensor dyn = linear_bwd(dgu, w.gu, g.gu, s.yn, q ? &q->gu : nullptr, q, s.q_yn);
   dgu = at::Tensor();
   at::Tensor dh1 = ops::rms_norm_bwd(dyn, s.h1, w.ln2, s.rstd2, g.ln2).add_(dout);
   // Attention: h1 = h + attn @ o^T.
-  at::Tensor dattn = at::mm(dh1, w.o);
-  g.o.addmm_(dh1.t(), s.attn);
+  at::Tensor dattn = linear_bwd(dh1, w.o, g.o, s.attn, q ? &q->o : nullptr, q, s.q_attn);
   at::Tensor dqkv = attention_bwd(d, dattn, plan, s);
   dattn = at::Tensor();
   ops::rope_(dqkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/true);
-  at::Tensor dxn = at::mm(dqkv, w.qkv);
-  g.qkv.addmm_(dqkv.t(), s.xn);
+  at::Tensor dxn = linear_bwd(dqkv, w.qkv, g.qkv, s.xn, q ? &q->qkv : nullptr, q, s.q_xn);
   at::Tensor dh = ops::rms_norm_bwd(dxn, h, w.ln1, s.rstd1, g.ln1).add_(dh1);
   s.clear();
   return dh;

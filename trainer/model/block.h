@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "trainer/model/fp8_linear.h"
 #include "trainer/model/llama_config.h"
 
 namespace air::train {
@@ -36,21 +37,36 @@ struct AttnPlan {
 AttnPlan make_attn_plan(const LlamaConfig& c, const at::Tensor& inv_freq, const at::Tensor& positions,
                         const at::Tensor& segments, at::ScalarType dtype, at::Device device);
 
-// Activations a block's backward needs. Empty when the block will be recomputed.
+// `precision: fp8`: the block's four linears in e4m3 (trainer/model/fp8_linear.h), their weights quantised
+// once per step (both operands of each: forward and input gradient).
+struct Fp8Block {
+  fp8::Scaling scaling = fp8::Scaling::kTensorwise;
+  fp8::Weight qkv, o, gu, down;
+  // The gradient views hold zeros (the step's first micro-batch): the weight-gradient GEMMs write them
+  // instead of adding a temporary (_scaled_mm has no beta = 1). Set by the engine before block_bwd.
+  bool grads_zero = false;
+};
+Fp8Block quantize_block(const BlockView& w, fp8::Scaling s);
+
+// Activations a block's backward needs. Empty when the block will be recomputed. In FP8 the inputs of the
+// linears (xn, attn, yn, a) are kept only as the quantised transposed operands their weight gradients take.
 struct BlockSaved {
   at::Tensor xn, rstd1, attn_in, attn_out, attn, lse, rng, h1, yn, rstd2, gu, a;
-  bool empty() const { return !xn.defined(); }
+  fp8::Operand q_xn, q_attn, q_yn, q_a;
+  bool empty() const { return !rstd1.defined(); }
   void clear() { *this = BlockSaved(); }
   int64_t bytes() const;
 };
 
-// h: [N, H] (N = B * T) in the compute dtype. Returns the block's output; fills `saved` when given.
+// h: [N, H] (N = B * T) in the compute dtype. Returns the block's output; fills `saved` when given. With
+// `fp8` the four linears run in FP8 (when N and the sizes suit _scaled_mm; else in the compute dtype).
 at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor& h, const AttnPlan& plan,
-                     BlockSaved* saved);
+                     BlockSaved* saved, const Fp8Block* fp8 = nullptr);
 // dout: gradient of the block's output. Adds the weight gradients into `g` (views of a flat gradient
 // buffer in the compute dtype), frees `saved`, and returns the gradient of the block's input h.
+// `fp8` must be what block_fwd saw.
 at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& g, const at::Tensor& h,
-                     BlockSaved& saved, const at::Tensor& dout, const AttnPlan& plan);
+                     BlockSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8 = nullptr);
 // Bytes a block keeps for backward at N tokens (what block_fwd saves), for choosing recomputation.
 int64_t block_saved_bytes(const LlamaConfig& c, int64_t tokens, int64_t elem_size);
 

@@ -84,6 +84,23 @@ class FsdpEngine : public Engine {
     }
     fsdp_->add_unit("root", root);
     for (size_t l = 0; l < blocks.size(); ++l) fsdp_->add_unit("layer" + std::to_string(l), blocks[l]);
+    if (fp8_) {
+      fp8_blocks_.resize(blocks.size());
+      fp8_fresh_.assign(blocks.size(), false);
+    }
+  }
+
+  // precision: fp8: block l's weights in e4m3. One process keeps every block's copy for the whole step
+  // (made at its first forward, used by every micro-batch and the backward); sharded ranks quantise the
+  // gathered weights at each gather and drop the copy after the block's backward, so that no rank holds
+  // the whole model (the all-gather itself still moves bf16: docs/fsdp.md).
+  const Fp8Block* fp8_for(size_t l, const BlockView& w) {
+    if (!fp8_) return nullptr;
+    if (!fp8_fresh_[l]) {
+      fp8_blocks_[l] = quantize_block(w, fp8_scaling_);
+      fp8_fresh_[l] = !fsdp_->collectives();
+    }
+    return &fp8_blocks_[l];
   }
 
   // One micro-batch, forward then backward, written out (trainer/model/block.h): no autograd graph over the
@@ -114,7 +131,7 @@ class FsdpEngine : public Engine {
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
       if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
       inputs[l] = h;
-      h = block_fwd(c, w, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      h = block_fwd(c, w, h, plan, recompute_[l] ? nullptr : &saved_[l], fp8_for(l, w));
       fsdp_->release_gathered(1 + l);
     }
     RootView groot = root_view(fsdp_->grad_buffer(0));
@@ -126,12 +143,16 @@ class FsdpEngine : public Engine {
     for (size_t l = L; l-- > 0;) {
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
       if (sharded && l > 0) fsdp_->prefetch(l);
-      if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l]);
-      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan);
+      const Fp8Block* q = fp8_for(l, w);
+      if (fp8_) fp8_blocks_[l].grads_zero = first_micro_batch_;
+      if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l], q);
+      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan, q);
+      if (sharded && fp8_) fp8_blocks_[l] = Fp8Block();
       inputs[l] = at::Tensor();
       fsdp_->reduce_grad(1 + l);
       fsdp_->release_gathered(1 + l);
     }
+    first_micro_batch_ = false;
     groot.embed.index_add_(0, ids, dh);
     fsdp_->reduce_grad(0);
     fsdp_->release_gathered(0);
@@ -145,11 +166,13 @@ class FsdpEngine : public Engine {
   void optimizer_step(double lr) override {
     const auto& c = s_.config;
     fsdp_->step({lr, c.betas[0], c.betas[1], c.eps, c.weight_decay});
+    fp8_fresh_.assign(fp8_fresh_.size(), false);  // new weights: quantise them again
   }
 
   void zero_grad() override {
     fsdp_->zero_grad();
     micro_batches_ = 0;
+    first_micro_batch_ = true;
   }
 
   at::Tensor all_reduce_sum(const at::Tensor& t) override {
@@ -185,6 +208,7 @@ class FsdpEngine : public Engine {
   }
 
   bool load_sharded(const std::string& dir, LoopState& loop) override {
+    fp8_fresh_.assign(fp8_fresh_.size(), false);
     return load_sharded_checkpoint(*fsdp_, dir, loop);
   }
 
@@ -213,12 +237,17 @@ class FsdpEngine : public Engine {
     const auto& mode = s_.config.activation_checkpointing;
     const int64_t elem = static_cast<int64_t>(c10::elementSize(s_.compute_dtype));
     per_block_ = block_saved_bytes(c, tokens, elem);
+    int64_t cache = 0;
+    if (fp8_) {  // the linears' inputs kept as one-byte operands; every block's FP8 weights (two bytes a parameter)
+      per_block_ -= tokens * (2 * c.hidden_size + c.num_attention_heads * c.head_dim + c.intermediate_size) * (elem - 1);
+      if (!fsdp_->collectives()) cache = 2 * block_numel(c) * static_cast<int64_t>(L);
+    }
     size_t keep = L;
     if (mode == "true") keep = 0;
     if (mode == "auto" && s_.device.is_cuda()) {
       free_bytes_ = free_device_memory(s_.device);
       const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 + 6 * tokens * c.intermediate_size * elem +
-                                tokens * c.hidden_size * elem * 8 + (int64_t{3} << 30);
+                                tokens * c.hidden_size * elem * 8 + (int64_t{3} << 30) + cache;
       const int64_t budget = free_bytes_ - transient;
       keep = budget <= 0 ? 0 : std::min<size_t>(L, static_cast<size_t>(budget / std::max<int64_t>(1, per_block_)));
     }
@@ -245,6 +274,8 @@ class FsdpEngine : public Engine {
            (fsdp_->config().grad_sync == GradSync::kOncePerStep ? "once per step" : "every micro-batch") +
            " in fp32, attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
            (dist_->world_size() == 1 && fsdp_->collectives() ? ", gathers and reduce-scatters run at world 1" : "") +
+           ", block GEMMs " + (fp8_ ? "fp8 e4m3 " + s_.config.fp8_scaling + (s_.device.is_cuda() ? "" : " (emulated)")
+                                    : std::string(c10::toString(s_.compute_dtype))) +
            ", activation recomputation " + s_.config.activation_checkpointing +
            " (decided at the first micro-batch; see the recompute line)";
   }
@@ -261,6 +292,11 @@ class FsdpEngine : public Engine {
   size_t recomputed_ = 0;
   int64_t per_block_ = 0, free_bytes_ = -1;
   int64_t chunk_rows_ = 1;
+  bool fp8_ = s_.config.precision == "fp8";
+  bool first_micro_batch_ = true;  // no gradient accumulated since the last zero_grad (FP8 writes, not adds)
+  fp8::Scaling fp8_scaling_ = s_.config.fp8_scaling == "rowwise" ? fp8::Scaling::kRowwise : fp8::Scaling::kTensorwise;
+  std::vector<Fp8Block> fp8_blocks_;
+  std::vector<bool> fp8_fresh_;
 };
 
 }  // namespace

@@ -36,6 +36,9 @@ TEST_CASE("lines that end a training job are fatal; error words make errors; the
                             "CUDA error: an illegal memory access was encountered",
                             "air-train: command not found"})
     CHECK(classify_line(fatal) == LineClass::kFatal);
+  CHECK(classify_line("NVRM: Xid (PCI:0000:3b:00): 48, pid=77, DBE (double-bit error)") == LineClass::kFatal);
+  // An application's own Xid (13: a graphics exception) is an error, not a failing GPU.
+  CHECK(classify_line("NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception") == LineClass::kError);
   CHECK(classify_line("Traceback (most recent call last):") == LineClass::kError);
   CHECK(classify_line("ValueError: bad value") == LineClass::kError);
   CHECK(classify_line("NCCL INFO Channel 00/02 : 0 1") == LineClass::kPlain);  // NCCL alone is not a timeout

@@ -10,8 +10,8 @@ AIR="$AIR_BIN_DIR/air"
 
 E2E_TMP="$(mktemp -d /tmp/air-e2e-XXXXXX)"
 export AIR_HOME="$E2E_TMP/home"
-export AIR_CONFIG_FILE="$E2E_TMP/no-config"
-unset AIR_HOST AIR_TOKEN
+export AIR_CONFIG_FILE="$E2E_TMP/no-config" DATABRICKS_CONFIG_FILE="$E2E_TMP/no-databrickscfg"
+unset AIR_HOST AIR_TOKEN DATABRICKS_HOST DATABRICKS_TOKEN DATABRICKS_CONFIG_PROFILE
 mkdir -p "$AIR_HOME"
 
 cleanup() {
@@ -20,7 +20,7 @@ cleanup() {
   if "$AIR" server status >/dev/null 2>&1; then
     "$AIR" cancel --all -y >/dev/null 2>&1 || true
     for _ in $(seq 1 150); do
-      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))' 2>/dev/null)" = 0 ] && break
+      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)" = 0 ] && break
       sleep 0.1
     done
   fi
@@ -38,9 +38,10 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# json_get FILE_OR_- PYTHON_EXPR: evaluates EXPR with `d` bound to the parsed JSON.
+# json_get FILE_OR_- PYTHON_EXPR: evaluates EXPR with `d` bound to the parsed JSON; an `-o json` envelope
+# ({"v":1,"ts":...,"data":{...}}, docs/cli.md) is unwrapped, so `d` is its data.
 json_get() {
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]) if sys.argv[1] != "-" else sys.stdin); print(eval(sys.argv[2]))' "$@"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]) if sys.argv[1] != "-" else sys.stdin); d=d["data"] if isinstance(d, dict) and d.get("v") == 1 and "data" in d else d; print(eval(sys.argv[2]))' "$@"
 }
 
 run_field() {  # run_field ID EXPR

@@ -13,7 +13,7 @@ slurm_cleanup() {
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
     "$AIR" cancel --all -y >/dev/null 2>&1
     for _ in $(seq 1 100); do
-      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))' 2>/dev/null)" = 0 ] && break
+      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)" = 0 ] && break
       sleep 0.1
     done
     kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null

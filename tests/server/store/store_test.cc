@@ -301,3 +301,12 @@ TEST_CASE("mlflow store: a metric series is read from the covering index, in its
   sqlite3_finalize(st);
   sqlite3_close(raw);
 }
+
+TEST_CASE("mlflow store: the workload's mlflow_run_name names attempt 1's run; a retry is suffixed") {
+  TempDir d;
+  MlflowStore store(d.path + "/mlflow.db");
+  auto name_of = [&](const std::string& id) { return store.get_run(id).info.run_name; };
+  CHECK(name_of(store.attempt_run("r1", 1, "exp", "sft_llama-8b")) == "sft_llama-8b");
+  CHECK(name_of(store.attempt_run("r1", 2, "exp", "sft_llama-8b")) == "sft_llama-8b-attempt-2");
+  CHECK(name_of(store.attempt_run("r2", 1, "exp")) == "r2-attempt-1");  // without one: the air run id
+}

@@ -282,6 +282,17 @@ TEST_CASE("workspace: the same idempotency key gives the same run") {
   CHECK(f.ws->list(0, true).runs.size() == 2);
 }
 
+TEST_CASE("workspace: an idempotency key still gives the same run after a workspace restart") {
+  Fixture f;
+  std::string a = f.submit("", "retry-after-network-error");
+  std::string c = f.submit("idempotency_token: tok\n");
+  f.open();  // a new workspace over the same SQLite state
+  CHECK(f.submit("", "retry-after-network-error") == a);
+  CHECK(f.submit("idempotency_token: tok\n") == c);
+  CHECK(f.submit("", "another-key") != a);
+  CHECK(f.ws->list(0, true).runs.size() == 3);
+}
+
 TEST_CASE("workspace: submit re-validates, returns located diagnostics and refuses missing secrets") {
   Fixture f;
   air::api::SubmitRequest req;
