@@ -98,7 +98,27 @@ sched::Input Workspace::queue_input() const {
   return in;
 }
 
+// Re-entrant by deferral: an attempt that ends while a pass starts others (a launch that fails at once
+// ends it, and an attempt's end asks for a pass) makes the running pass go round again instead.
 void Workspace::schedule() {
+  if (scheduling_) {
+    schedule_again_ = true;
+    return;
+  }
+  scheduling_ = true;
+  try {
+    do {
+      schedule_again_ = false;
+      schedule_pass();
+    } while (schedule_again_);
+  } catch (...) {
+    scheduling_ = false;
+    throw;
+  }
+  scheduling_ = false;
+}
+
+void Workspace::schedule_pass() {
   if (backend_->total_gpus() < 0) {
     // A batch system queues and allocates (its priorities come from the QOS the class maps to): every
     // waiting run goes to it at once, in submission order.
@@ -106,7 +126,8 @@ void Workspace::schedule() {
     for (auto& [id, r] : runs_)
       if (waiting(r)) rs.push_back(&r);
     std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
-    for (RunRecord* r : rs) start_attempt(*r);
+    for (RunRecord* r : rs)
+      if (waiting(*r)) start_attempt(*r);
     return;
   }
   sched::Options o;
@@ -115,7 +136,8 @@ void Workspace::schedule() {
   o.preemption = opts_.preemption;
   sched::Decisions d = sched::decide(queue_input(), o);
   for (const auto& p : d.preemptions) preempt(runs_.at(p.victim), p.for_job);
-  for (const auto& s : d.starts) start_attempt(runs_.at(s.id));
+  for (const auto& s : d.starts)
+    if (RunRecord& r = runs_.at(s.id); waiting(r)) start_attempt(r);
   show_waiting(d);
 }
 
@@ -124,6 +146,7 @@ void Workspace::schedule() {
 void Workspace::show_waiting(const sched::Decisions& d) {
   bool changed = false;
   for (const auto& w : d.waiting) {
+    if (!waiting(runs_.at(w.id))) continue;  // started by a nested pass
     api::RunInfo& i = runs_.at(w.id).info;
     auto note = requeue_note_.find(w.id);
     std::string msg = (note == requeue_note_.end() ? "" : note->second + "; ") + sched::describe(w, now());

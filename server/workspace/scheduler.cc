@@ -118,65 +118,75 @@ void Workspace::maybe_finish_attempt(RunRecord& r) {
   finish_attempt(r);
 }
 
+// An attempt's end, in three steps: give back what it held, name how it ended, and decide what the run
+// does next (end, or wait in the queue again). Then the queue moves at once.
 void Workspace::finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
-  bool all_ok = true;
-  for (const auto& n : a->nodes) all_ok = all_ok && n.state == "SUCCEEDED";
   a->ended_at_ms = now();
+  release_attempt(r, *a);
+  std::string end = attempt_end(r, *a);
+  services_->end_mlflow_run(a->mlflow_run_id, end);
+  settle_run(r, *a, end);
+  save(r);
+  schedule();  // its GPUs are free (and it may be queued again): the queue moves now, not on the next tick
+  logs_.wake();
+}
+
+// Agents get the grace to exit, GPUs go back, the batch job is removed, the attempt's token is revoked.
+void Workspace::release_attempt(RunRecord& r, const api::AttemptInfo& a) {
   for (int n = 0; n < static_cast<int>(r.agent_pids.size()); ++n)
     if (r.agent_pids[n] > 0) lingering_.push_back({r.agent_pids[n], now() + opts_.stop_grace_ms});
   release_gpus(r);
   // The batch job may still be ending (or hold processes that did not stop): scancel it; a no-op when done.
-  if (!a->job_id.empty()) job_cancels_.push_back({a->job_id, 0});
-  store_.delete_tokens(fmt::format("run:{}:{}", r.info.run_id, a->number));
+  if (!a.job_id.empty()) job_cancels_.push_back({a.job_id, 0});
+  store_.delete_tokens(fmt::format("run:{}:{}", r.info.run_id, a.number));
   for (auto it = tokens_.begin(); it != tokens_.end();)
-    it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a->number ? tokens_.erase(it)
-                                                                                                      : std::next(it);
-  std::string kind = r.stop_kind;
-  services_->end_mlflow_run(a->mlflow_run_id, kind.empty() && all_ok ? "SUCCEEDED"
-                                              : kind == "cancel"     ? "CANCELED"
-                                              : kind == "timeout"    ? "TIMED_OUT"
-                                              : kind == "preempt"    ? "PREEMPTED"
-                                                                     : "FAILED");
-  auto end_run = [&](const std::string& state, const std::string& message) {
-    a->state = state;
-    r.info.state = state;
+    it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a.number ? tokens_.erase(it)
+                                                                                                     : std::next(it);
+}
+
+std::string Workspace::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
+  bool all_ok = true;
+  for (const auto& n : a.nodes) all_ok = all_ok && n.state == "SUCCEEDED";
+  const std::string& kind = r.stop_kind;
+  return kind.empty() && all_ok ? "SUCCEEDED"
+         : kind == "cancel"     ? "CANCELED"
+         : kind == "timeout"    ? "TIMED_OUT"
+         : kind == "preempt"    ? "PREEMPTED"
+                                : "FAILED";
+}
+
+void Workspace::settle_run(RunRecord& r, api::AttemptInfo& a, const std::string& end) {
+  a.state = end;
+  restarted_runs_.erase(r.info.run_id);
+  auto end_run = [&](const std::string& message) {
+    r.info.state = end;
     r.info.status_message = message;
     r.info.ended_at_ms = now();
     r.stop_kind.clear();
-    restarted_runs_.erase(r.info.run_id);
   };
-  if (kind.empty() && all_ok) {
-    end_run("SUCCEEDED", fmt::format("all {} node(s) succeeded", a->nodes.size()));
-  } else if (kind == "cancel") {
-    a->reason = a->reason.empty() ? "canceled" : a->reason;
-    end_run("CANCELED", "canceled by request");
-  } else if (kind == "timeout") {
-    a->reason = r.stop_reason;
-    end_run("TIMED_OUT", r.stop_reason);
-  } else if (kind == "preempt") {
+  if (end == "SUCCEEDED") {
+    end_run(fmt::format("all {} node(s) succeeded", a.nodes.size()));
+  } else if (end == "CANCELED") {
+    a.reason = a.reason.empty() ? "canceled" : a.reason;
+    end_run("canceled by request");
+  } else if (end == "TIMED_OUT") {
+    a.reason = r.stop_reason;
+    end_run(r.stop_reason);
+  } else if (end == "PREEMPTED") {
     // Not the run's end and not a failure: no retry is spent; the run waits again with its place.
-    a->state = "PREEMPTED";
-    a->reason = r.stop_reason;
+    a.reason = r.stop_reason;
     r.info.state = "PENDING";
-    restarted_runs_.erase(r.info.run_id);
-    requeue(r, fmt::format("attempt {} {}", a->number, r.stop_reason));
+    requeue(r, fmt::format("attempt {} {}", a.number, r.stop_reason));
   } else {
-    a->state = "FAILED";
-    if (a->reason.empty()) a->reason = r.stop_reason;
+    if (a.reason.empty()) a.reason = r.stop_reason;
     int failures = 0;  // preempted attempts were not failures: they spend no retry
     for (const auto& x : r.info.attempts) failures += x.state == "PREEMPTED" ? 0 : 1;
-    if (r.info.max_retries < 0 || failures <= r.info.max_retries) {
-      restarted_runs_.erase(r.info.run_id);
-      // Queued again with its place: the next pass starts it when its GPUs are free.
-      requeue(r, fmt::format("attempt {} failed ({}); retrying", a->number, a->reason));
-    } else {
-      end_run("FAILED", a->reason + (a->number > 1 ? fmt::format(" (after {} attempts)", a->number) : ""));
-    }
+    if (r.info.max_retries < 0 || failures <= r.info.max_retries)
+      requeue(r, fmt::format("attempt {} failed ({}); retrying", a.number, a.reason));
+    else
+      end_run(a.reason + (a.number > 1 ? fmt::format(" (after {} attempts)", a.number) : ""));
   }
-  save(r);
-  schedule();  // its GPUs are free (and it may be queued again): the queue moves now, not on the next tick
-  logs_.wake();
 }
 
 void Workspace::tick() {

@@ -105,6 +105,7 @@ void Workspace::start() {
           claim_gpus(*a);
       }
     }
+    schedule();  // the queue as it was: places from the stored submit times, before the first request
   }
   stopping_ = false;
   if (!opts_.ticker) return;

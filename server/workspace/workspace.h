@@ -134,6 +134,7 @@ class Workspace {
   bool waiting(const RunRecord& r) const;
   sched::Input queue_input() const;
   void schedule();
+  void schedule_pass();
   void show_waiting(const sched::Decisions& d);
   void preempt(RunRecord& victim, const std::string& by);
   void requeue(RunRecord& r, const std::string& why);
@@ -146,6 +147,9 @@ class Workspace {
   void begin_stop(RunRecord& r, const std::string& kind, const std::string& reason);
   void maybe_finish_attempt(RunRecord& r);
   void finish_attempt(RunRecord& r);
+  void release_attempt(RunRecord& r, const api::AttemptInfo& a);
+  std::string attempt_end(const RunRecord& r, const api::AttemptInfo& a) const;
+  void settle_run(RunRecord& r, api::AttemptInfo& a, const std::string& end);
   void tick_run(RunRecord& r);
   bool check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t);
   // Batch backends (server/workspace/scheduler_jobs.cc): poll job states and run cancellations without the lock.
@@ -179,6 +183,7 @@ class Workspace {
   std::set<int> gpus_in_use_;
   std::map<std::string, std::pair<int, int>> pool_gpus_;  // pool -> (first GPU index, count); local backend
   std::map<std::string, std::string> requeue_note_;       // run -> why it waits again (failed, preempted)
+  bool scheduling_ = false, schedule_again_ = false;      // schedule() is running / must go round again
   std::set<std::string> restarted_runs_;  // runs whose agents must re-attach after a workspace restart
   struct JobCancel {
     std::string job_id;

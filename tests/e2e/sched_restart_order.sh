@@ -5,18 +5,18 @@
 source "$(dirname "$0")/lib/common.bash"
 export AIR_LOCAL_GPUS=8
 
-gang() {  # gang FILE SECONDS
+gang() {  # gang FILE COMMAND
   cat > "$1" <<YAML
 experiment_name: sched-order
 compute:
   accelerator_type: GPU_8xH100
   num_accelerators: 8
-command: sleep $2
+command: $2
 max_retries: 0
 YAML
 }
-gang "$E2E_TMP/blocker.yaml" 6
-gang "$E2E_TMP/short.yaml" 0.5
+gang "$E2E_TMP/blocker.yaml" "while [ ! -e $E2E_TMP/go ]; do sleep 0.1; done"  # holds the GPUs until told
+gang "$E2E_TMP/short.yaml" "sleep 0.5"
 
 blocker=$(submit "$E2E_TMP/blocker.yaml")
 wait_state "$blocker" RUNNING 30
@@ -33,6 +33,7 @@ for k in 0 1 2 3 4 5; do
     { "$AIR" list; fail "after the restart run ${ids[$k]} is not at position $((k + 1))"; }
 done
 
+touch "$E2E_TMP/go"
 prev=0
 for id in "${ids[@]}"; do
   wait_state "$id" SUCCEEDED 60

@@ -21,7 +21,7 @@ std::string diagnose(const std::string& extra, const std::string& compute_extra 
 
 }  // namespace
 
-TEST_CASE("workload: priority_class and compute.pool_id are read; NORMAL and no pool by default") {
+TEST_CASE("workload: priority_class and compute.pool_id are read, NORMAL and no pool by default") {
   auto plain = parse("");
   REQUIRE(plain.ok());
   CHECK(plain.workload->priority_class == "NORMAL");

@@ -41,7 +41,7 @@ TEST_CASE("slurm: pool_id maps to a partition, priority_class to a QOS or nice v
   CHECK(scheduling_args("", "NORMAL", SlurmOptions{}) == V{});
 }
 
-TEST_CASE("server.conf: pools, scheduler settings and Slurm's class and pool maps; bad values are located") {
+TEST_CASE("server.conf: pools, scheduler settings and Slurm's class and pool maps, bad values are located") {
   char t[] = "/tmp/air-conf-XXXXXX";
   std::string dir = ::mkdtemp(t);
   std::string p = dir + "/server.conf";

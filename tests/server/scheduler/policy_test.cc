@@ -62,7 +62,7 @@ using V = std::vector<std::string>;
 
 }  // namespace
 
-TEST_CASE("runs start in submit order, not id order; a retry keeps its place", "[sched]") {
+TEST_CASE("scheduler: runs start in submit order, not id order, a retry keeps its place", "[sched]") {
   Input in = box(4);
   in.queued = {queued("aaaa", 2, 300), queued("bbbb", 2, 100), queued("cccc", 2, 200)};
   CHECK(started(decide(in)) == V{"bbbb", "cccc"});
@@ -78,7 +78,7 @@ TEST_CASE("runs start in submit order, not id order; a retry keeps its place", "
   CHECK(started(decide(tie)) == V{"zz"});
 }
 
-TEST_CASE("a gang starts whole or not at all", "[sched]") {
+TEST_CASE("scheduler: a gang starts whole or not at all", "[sched]") {
   Input in = box(8);
   in.running = {running("r", 6, 0, 30)};
   in.queued = {queued("gang", 4, 10)};
@@ -88,7 +88,7 @@ TEST_CASE("a gang starts whole or not at all", "[sched]") {
   CHECK(*waiting(d, "gang").estimated_start_ms == 30 * kMin);
 }
 
-TEST_CASE("priority classes order a pool's queue; pools are independent", "[sched]") {
+TEST_CASE("scheduler: priority classes order a pool's queue, pools are independent", "[sched]") {
   struct Case {
     PriorityClass a, b;
     std::string first;
@@ -112,7 +112,7 @@ TEST_CASE("priority classes order a pool's queue; pools are independent", "[sche
   CHECK(waiting(d, "x").queue_length == 1);
 }
 
-TEST_CASE("EASY backfill: later runs fill gaps that cannot delay the head's reserved start", "[sched]") {
+TEST_CASE("scheduler: EASY backfill: later runs fill gaps that cannot delay the head's reserved start", "[sched]") {
   // 8 GPUs: a 4-GPU run ends by minute 30; the head needs 8, so it is reserved for minute 30.
   Input in = box(8);
   in.running = {running("r", 4, 0, 30)};
@@ -141,7 +141,7 @@ TEST_CASE("EASY backfill: later runs fill gaps that cannot delay the head's rese
   CHECK(waiting(e, "long2").position == 2);
 }
 
-TEST_CASE("plain FIFO never passes the head; first-fit takes id order and starves gangs", "[sched]") {
+TEST_CASE("scheduler: plain FIFO never passes the head, first-fit takes id order and starves gangs", "[sched]") {
   Input in = box(8);
   in.running = {running("r", 4, 0, 30)};
   in.queued = {queued("b-head", 8, 1), queued("a-small", 2, 2, 10)};
@@ -152,7 +152,7 @@ TEST_CASE("plain FIFO never passes the head; first-fit takes id order and starve
   CHECK(started(decide(in)) == V{"a-small*"});
 }
 
-TEST_CASE("a run larger than its pool never blocks the queue; CPU runs always start", "[sched]") {
+TEST_CASE("scheduler: a run larger than its pool never blocks the queue, CPU runs always start", "[sched]") {
   Input in = box(4);
   in.queued = {queued("huge", 16, 1), queued("ok", 4, 2), queued("cpu", 0, 3)};
   Decisions d = decide(in);
@@ -164,7 +164,7 @@ TEST_CASE("a run larger than its pool never blocks the queue; CPU runs always st
   CHECK(describe(decide(gone).waiting.at(0), 0) == "cannot start: pool 'retired' is not configured on this workspace");
 }
 
-TEST_CASE("CRITICAL preempts the fewest, newest BEST_EFFORT runs of its pool", "[sched]") {
+TEST_CASE("scheduler: CRITICAL preempts the fewest, newest BEST_EFFORT runs of its pool", "[sched]") {
   Input in = box(8, 100 * kMin);
   in.running = {running("be-old", 2, 10 * kMin, 600, PriorityClass::kBestEffort),
                 running("be-new", 2, 50 * kMin, 600, PriorityClass::kBestEffort),
@@ -198,7 +198,7 @@ TEST_CASE("CRITICAL preempts the fewest, newest BEST_EFFORT runs of its pool", "
   CHECK(decide(in, Options{.preemption = false}).preemptions.empty());
 }
 
-TEST_CASE("positions and estimates for every waiting run", "[sched]") {
+TEST_CASE("scheduler: positions and estimates for every waiting run", "[sched]") {
   Input in = box(8, 0);
   in.running = {running("a", 4, 0, 10), running("b", 4, 0, 20)};
   in.queued = {queued("q1", 8, 1, 30), queued("q2", 4, 2, 5), queued("q3", 2, 3, 5)};
@@ -218,7 +218,7 @@ TEST_CASE("positions and estimates for every waiting run", "[sched]") {
   CHECK(*waiting(decide(in), "q1").estimated_start_ms == 25 * kMin);
 }
 
-TEST_CASE("fair share hook: within a class the owner holding fewer GPUs goes first", "[sched]") {
+TEST_CASE("scheduler: fair share hook: within a class the owner holding fewer GPUs goes first", "[sched]") {
   Input in = box(9);
   in.running = {running("r", 8, 0, 30)};
   in.running[0].owner = "alice";
@@ -232,7 +232,7 @@ TEST_CASE("fair share hook: within a class the owner holding fewer GPUs goes fir
 // The adversarial trace of issue 30 at the unit level: 8 GPUs busy with 1-GPU runs, an 8-GPU gang at
 // the head, and a new 1-GPU run every 5 minutes. Runs end at random times within their bound; the gang
 // must start no later than the reservation it got when it reached the head.
-TEST_CASE("a stream of 1-GPU runs behind an 8-GPU gang never delays the gang's reserved start", "[sched]") {
+TEST_CASE("scheduler: a stream of 1-GPU runs behind an 8-GPU gang never delays the gang's reserved start", "[sched]") {
   uint64_t seed = GENERATE(1u, 2u, 3u, 4u, 5u);
   auto rnd = [&seed](int64_t n) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;

@@ -89,7 +89,7 @@ struct Box {
 
 }  // namespace
 
-TEST_CASE("queue: the 8-GPU gang keeps its reservation; 1-GPU runs submitted later wait behind it") {
+TEST_CASE("queue: the 8-GPU gang keeps its reservation, 1-GPU runs submitted later wait behind it") {
   Box b;
   std::vector<std::string> ones;
   for (int k = 0; k < 8; ++k) ones.push_back(b.submit(1));
@@ -139,7 +139,7 @@ TEST_CASE("queue: waiting runs start in submission order, also after a workspace
   }
 }
 
-TEST_CASE("queue: a CRITICAL run preempts a BEST_EFFORT one; the preempted attempt spends no retry") {
+TEST_CASE("queue: a CRITICAL run preempts a BEST_EFFORT one, the preempted attempt spends no retry") {
   Box b;
   std::string be = b.submit(8, "priority_class: BEST_EFFORT\nmax_retries: 0\n");
   b.report(be, 1, "RUNNING");
@@ -167,7 +167,7 @@ TEST_CASE("queue: a CRITICAL run preempts a BEST_EFFORT one; the preempted attem
   CHECK(b.ws->get(be).state == "SUCCEEDED");
 }
 
-TEST_CASE("queue: pools split the machine; an unknown pool is refused, a run too big for its pool too") {
+TEST_CASE("queue: pools split the machine, an unknown pool is refused, a run too big for its pool too") {
   Box b;
   b.pools = {{"train", 6}, {"dev", 2}};
   b.open();
