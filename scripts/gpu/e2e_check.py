@@ -101,6 +101,8 @@ def cmd_ratio(a):
 
 def cmd_metrics(a):
     d = json.load(open(a.json))
+    if isinstance(d, dict) and d.get("v") == 1 and "data" in d:  # `air -o json`'s envelope (docs/cli.md)
+        d = d["data"]
     loss = d.get("metrics", {}).get("loss", [])
     steps = sorted(int(p.get("step", -1)) for p in loss)
     print(f"MLflow run {d.get('mlflow_run_id')}: metrics {sorted(d.get('metrics', {}))}; loss at {len(steps)} steps "
