@@ -36,7 +36,8 @@ phase() {  # phase NAME FILE FINAL_STATE
   for _ in $(seq 1 "$runs"); do ids+=("$(submit "$file")"); done
   local t0; t0=$(date +%s.%N)
   for _ in $(seq 1 300); do
-    pgids="$pgids $(for p in $(marked); do ps -o pgid= -p "$p" 2>/dev/null; done)"
+    # A process may end between the scan and ps (the timeout phase kills them meanwhile): not an error.
+    pgids="$pgids $(for p in $(marked); do ps -o pgid= -p "$p" 2>/dev/null || true; done)"
     [ "$(marked | wc -l)" -ge $want ] && break
     sleep 0.1
   done
