@@ -23,7 +23,51 @@ void render_error(std::ostream& err, const air::Error& e) {
   if (!e.hint().empty()) err << "  hint: " << e.hint() << "\n";
 }
 
-void build_app(CLI::App& app, Context& ctx) {
+// The verbs, by the name each adds to the tree. The tree is built for the one verb a command line names:
+// CLI11 spends ~1.5 M instructions building all of it, most of `air --version` once the libraries are static
+// (bench/cli_startup.sh). Help, completion of the verb itself and unknown verbs still see every verb.
+struct Verb {
+  const char* name;
+  void (*setup)(CLI::App&, Context&);
+};
+constexpr Verb kVerbs[] = {
+    {"run", setup_run},       {"get", setup_get},         {"logs", setup_logs},
+    {"list", setup_list},     {"cancel", setup_cancel},   {"server", setup_server},
+    {"node", setup_node},     {"secrets", setup_secrets}, {"ui", setup_ui},
+    {"completion", setup_completion}, {"fs", setup_fs},   {"auth", setup_auth},
+};
+
+const Verb* find_verb(const std::string& name) {
+  for (const auto& v : kVerbs)
+    if (name == v.name) return &v;
+  return nullptr;
+}
+
+// What part of the tree a command line needs: one verb, every verb, or (`air --version`) none.
+struct TreeNeed {
+  enum Kind { kAll, kOne, kNone } kind = kAll;
+  const Verb* verb = nullptr;
+};
+
+// Reads the global options the way build_app declares them (-o/--output, -p/--profile and --color take a
+// value; --debug does not) up to the first bare word.
+TreeNeed tree_need(const std::vector<std::string>& words) {
+  bool version = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--") break;
+    if (w == "-h" || w == "--help" || w == "--help-all") return {};
+    if (w == "--version") { version = true; continue; }
+    if (w == "-o" || w == "--output" || w == "-p" || w == "--profile" || w == "--color") { ++i; continue; }
+    if (!w.empty() && w[0] == '-') continue;
+    const Verb* v = find_verb(w);
+    if (v == nullptr) return {};  // CLI11 names the unknown word and lists the verbs
+    return {TreeNeed::kOne, v};
+  }
+  return version ? TreeNeed{TreeNeed::kNone, nullptr} : TreeNeed{};
+}
+
+void build_app(CLI::App& app, Context& ctx, const TreeNeed& need) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("air ") + AIR_VERSION);
   app.add_option("-o,--output", ctx.global.output, "Output format")
@@ -36,18 +80,9 @@ void build_app(CLI::App& app, Context& ctx) {
       ->default_val("auto");
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
-  setup_run(app, ctx);
-  setup_get(app, ctx);
-  setup_logs(app, ctx);
-  setup_list(app, ctx);
-  setup_cancel(app, ctx);
-  setup_server(app, ctx);
-  setup_node(app, ctx);
-  setup_secrets(app, ctx);
-  setup_ui(app, ctx);
-  setup_completion(app, ctx);
-  setup_fs(app, ctx);
-  setup_auth(app, ctx);
+  if (need.kind == TreeNeed::kOne) need.verb->setup(app, ctx);
+  if (need.kind == TreeNeed::kAll)
+    for (const auto& v : kVerbs) v.setup(app, ctx);
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {
     for (auto* sub : a->get_subcommands({})) {
@@ -66,11 +101,17 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   ctx.err = &err;
   // The name makes every usage line read `Usage: air ...`, also when air is called through a path.
   CLI::App app{"air: run ML training workloads on one machine or many", "air"};
-  build_app(app, ctx);
 
   // `air __complete WORDS...` answers the completion scripts (cli/completion/completion.h); never a parse error.
-  if (args.size() >= 2 && args[1] == "__complete")
-    return run_complete(app, std::vector<std::string>(args.begin() + 2, args.end()), ctx);
+  // The word being completed (the last) may be a verb's prefix: only the words before it choose the tree.
+  if (args.size() >= 2 && args[1] == "__complete") {
+    std::vector<std::string> words(args.begin() + 2, args.end());
+    TreeNeed need = words.empty() ? TreeNeed{} : tree_need({words.begin(), words.end() - 1});
+    if (need.kind == TreeNeed::kNone) need = {};
+    build_app(app, ctx, need);
+    return run_complete(app, words, ctx);
+  }
+  build_app(app, ctx, tree_need({args.begin() + (args.empty() ? 0 : 1), args.end()}));
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;

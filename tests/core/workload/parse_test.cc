@@ -226,6 +226,19 @@ air: 1 error in train.yaml; nothing was submitted
 )");
     CHECK(parse(",").diagnostics.size() == 1);
   }
+  SECTION("a second document after a block mapping: a directive, a marker, or none (one pass suffices)") {
+    // load_yaml skips its document-counting pass when no line can start a second document; these must
+    // still be caught (a skipped pass would parse only the first mapping and report missing keys instead).
+    for (const char* text : {"experiment_name: e\n%YAML 1.2\ncommand: x\n", "experiment_name: e\n---\ncommand: x\n",
+                             "experiment_name: e\n...\ncommand: x\n"}) {
+      air::ParseResult r = parse(text);
+      REQUIRE(r.diagnostics.size() == 1);
+      CHECK(r.diagnostics[0].message.find("more than one YAML document") != std::string::npos);
+    }
+    air::ParseResult one = parse("experiment_name: e\n]]\n");
+    REQUIRE(!one.diagnostics.empty());
+    CHECK(one.diagnostics[0].message.find("closing bracket") != std::string::npos);
+  }
   SECTION("comments only") {
     CHECK(rendered(parse("# nothing\n\n  # here\n")) ==
           "train.yaml: error: the workload file is empty\n"
