@@ -34,11 +34,7 @@ VolumePath remote(const std::string& p) {
   }
 }
 
-std::string url(const char* kind, const VolumePath& p) {
-  std::string u = std::string("/api/2.0/fs/") + kind + "/Volumes";
-  for (const auto& s : p.parts) u += "/" + percent_encode(s);
-  return u;
-}
+std::string url(const char* kind, const VolumePath& p) { return files_api_url(p, kind); }
 
 struct Fs {
   Client& c;

@@ -14,6 +14,7 @@
 #include "core/base/diagnostics.h"
 #include "core/snapshot/git.h"
 #include "core/snapshot/snapshot.h"
+#include "core/volumes/path.h"
 
 namespace air::cli {
 
@@ -56,8 +57,17 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
   SnapshotArchive a = snapshot_with_cache(m, air_home() + "/cache/snapshots");
   u.digest = a.sha256;
   u.bytes = a.bytes;
+  // The workspace's snapshot store, or (code_source remote_volume) <remote_volume>/.internal/ through the Files
+  // API; either way named by content, so an unchanged tree is not sent again.
   std::string path = std::string(api::kPrefix) + "/snapshots/" + a.sha256;
-  if (c.head(path)) return u;
+  if (!cs.remote_volume.empty()) {
+    VolumePath vp = volume_snapshot_path(cs.remote_volume, a.sha256);
+    path = files_api_url(vp) + "?overwrite=true";
+    if (c.head(files_api_url(vp))) return u;
+    if (ctx.global.output == "text") *ctx.err << "  snapshot store: " << vp.str() << "\n";
+  } else if (c.head(path)) {
+    return u;
+  }
   bool show = ctx.global.output == "text" && stderr_is_tty();
   ProgressFn progress;
   if (show)

@@ -1,11 +1,15 @@
 // Volume path rules (core/volumes/path.h).
 #include "core/volumes/path.h"
 
+#include "core/base/codec.h"
+
 #include <algorithm>
 #include <cctype>
 #include <regex>
 
 #include <fmt/format.h>
+
+#include "core/base/codec.h"
 
 namespace air {
 
@@ -61,6 +65,20 @@ VolumePath VolumePath::child(const std::string& name) const {
   VolumePath c = *this;
   c.parts.push_back(name);
   return c;
+}
+
+std::string files_api_url(const VolumePath& p, const char* kind) {
+  std::string u = std::string("/api/2.0/fs/") + kind + "/Volumes";
+  for (const auto& s : p.parts) u += "/" + percent_encode(s);
+  return u;
+}
+
+VolumePath volume_snapshot_path(const std::string& remote_volume, const std::string& sha256) {
+  VolumePath v = parse_volume_path(remote_volume);
+  if (!v.in_volume())
+    throw FsError(400, "INVALID_PARAMETER_VALUE",
+                  "remote_volume " + v.str() + " is not inside a volume: name /Volumes/<catalog>/<schema>/<volume>");
+  return v.child(".internal").child(sha256 + ".tar.zst");
 }
 
 VolumePath parse_volume_path(std::string_view path) {

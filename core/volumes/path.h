@@ -30,6 +30,15 @@ struct VolumePath {
   VolumePath child(const std::string& name) const;
 };
 
+// The Files API route of a path: "/api/2.0/fs/files/Volumes/main/default/ckpt/a.txt" (each part
+// percent-encoded); kind "directories" for the directory routes.
+std::string files_api_url(const VolumePath& p, const char* kind = "files");
+
+// Where `code_source.snapshot.remote_volume` keeps a snapshot: <remote_volume>/.internal/<sha256>.tar.zst,
+// named by content, so an unchanged tree is found there and not sent again. Throws FsError when
+// remote_volume is not a path inside a volume (/Volumes/<catalog>/<schema>/<volume>[/...]).
+VolumePath volume_snapshot_path(const std::string& remote_volume, const std::string& sha256);
+
 // Accepts "/Volumes/...", "dbfs:/Volumes/..." and a trailing '/'. Refuses (FsError 400) anything else:
 // other roots, empty, "." or ".." segments, control characters, names Unity Catalog does not allow.
 VolumePath parse_volume_path(std::string_view path);

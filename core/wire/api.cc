@@ -153,6 +153,7 @@ void fields(V& v, auto&& f) {
   f("secrets", v.secrets);
   f("parameters_yaml", v.parameters_yaml);
   f("snapshot_digest", v.snapshot_digest);
+  f("snapshot_path", v.snapshot_path);
   f("gpu", v.gpu);
   f("max_log_bytes", v.max_log_bytes);
   f("dependencies", v.dependencies);

@@ -124,6 +124,7 @@ struct NodeSpec {
   std::vector<Secret> secrets;
   std::string parameters_yaml;
   std::string snapshot_digest;
+  std::string snapshot_path;  // "/Volumes/.../.internal/<sha256>.tar.zst" with code_source remote_volume, else ""
   bool gpu = false;
   uint64_t max_log_bytes = 0;
   std::vector<std::string> dependencies;  // environment.dependencies (pip requirements)

@@ -116,6 +116,8 @@ std::string render_plan_text(const PlanInput& in) {
                                     : fmt::format("  git commit {}\n", cs.git->commit);
     }
     if (!in.snapshot_source.empty()) out += "  source: " + in.snapshot_source + "\n";
+    out += cs.remote_volume.empty() ? std::string("  stored in: the workspace's snapshot store\n")
+                                    : "  stored in: " + cs.remote_volume + "/.internal/<sha256>.tar.zst (remote_volume)\n";
     if (const SnapshotManifest* m = in.snapshot) {
       out += fmt::format("  {} {}, {}\n", m->files.size(), m->files.size() == 1 ? "file" : "files", human_bytes(m->total_bytes));
       if (!m->largest.empty()) {

@@ -11,6 +11,7 @@
 
 #include "core/base/edit_distance.h"
 #include "core/workload/decode.h"
+#include "core/volumes/path.h"
 
 namespace air {
 
@@ -110,6 +111,14 @@ void WorkloadDecoder::decode_code_source(Entry e, std::optional<CodeSource>& out
       if (cs.remote_volume.rfind("/Volumes/", 0) != 0) {
         error(*vol.value, fmt::format("'remote_volume' must start with '/Volumes/', found '{}'", cs.remote_volume),
               "for example /Volumes/main/default/snapshots");
+      } else {
+        // The snapshot goes to <remote_volume>/.internal/: the path must name a place inside a volume.
+        try {
+          volume_snapshot_path(cs.remote_volume, std::string(64, '0'));
+        } catch (const FsError& err) {
+          error(*vol.value, fmt::format("'remote_volume' is not a usable volume path: {}", err.what()),
+                "for example /Volumes/main/default/snapshots (catalog, schema, volume)");
+        }
       }
     }
     decode_git(get(s, "git"), cs);

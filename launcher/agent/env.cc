@@ -16,6 +16,7 @@
 #include "core/base/sha256.h"
 #include "core/snapshot/snapshot.h"
 #include "core/client/client.h"
+#include "core/volumes/path.h"
 #include "launcher/agent/node_agent.h"
 
 extern char** environ;
@@ -118,14 +119,18 @@ std::vector<std::string> build_command_env(const api::NodeSpec& spec, const Node
   return out;
 }
 
-void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& workdir,
-                               const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits) {
+void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& volume_path,
+                               const std::string& workdir, const std::string& code_dir, AgentLog& log,
+                               const air::UnpackLimits& limits) {
   if (!is_hex_digest(digest)) throw Error("the node spec names an invalid snapshot digest '" + digest + "'");
   std::string archive = workdir + "/snapshot.tar.zst";
   std::string unverified = archive + ".unverified";  // until its SHA-256 matches
-  log.info("downloading snapshot " + digest.substr(0, 12));
+  log.info("downloading snapshot " + digest.substr(0, 12) + (volume_path.empty() ? "" : " from " + volume_path));
   try {
-    client.get_to_file(std::string(api::kPrefix) + "/snapshots/" + digest, unverified, {}, 10 * 60 * 1000);
+    // From the workspace's snapshot store, or (code_source remote_volume) from the volume through the Files API.
+    std::string from = volume_path.empty() ? std::string(api::kPrefix) + "/snapshots/" + digest
+                                           : air::files_api_url(air::parse_volume_path(volume_path));
+    client.get_to_file(from, unverified, {}, 10 * 60 * 1000);
   } catch (const Error& e) {  // get_to_file removed what it had written
     throw Error("cannot download snapshot " + digest.substr(0, 12) + ": " + e.what());
   }

@@ -301,7 +301,7 @@ void unpack_code(Client& client, const api::NodeSpec& spec, const std::string& d
   air::UnpackLimits limits;
   if (spec.max_unpack_bytes > 0) limits.max_total_bytes = spec.max_unpack_bytes;
   if (spec.max_unpack_entries > 0) limits.max_entries = spec.max_unpack_entries;
-  fetch_and_unpack_snapshot(client, spec.snapshot_digest, dir, code_dir, log, limits);
+  fetch_and_unpack_snapshot(client, spec.snapshot_digest, spec.snapshot_path, dir, code_dir, log, limits);
 }
 
 // environment.dependencies as a venv; pip's output goes to the node log like the command's, redacted.

@@ -78,7 +78,10 @@ VolumesSetup prepare_volumes(const api::NodeSpec& spec, const std::string& cwd, 
                              AgentLog& log);
 
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.
-void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& workdir,
-                               const std::string& code_dir, AgentLog& log, const air::UnpackLimits& limits = {});
+// Downloads the snapshot (from the workspace's store, or from volume_path through the Files API when the
+// workload keeps it in a remote_volume), checks its SHA-256 against digest and unpacks it into code_dir.
+void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& volume_path,
+                               const std::string& workdir, const std::string& code_dir, AgentLog& log,
+                               const air::UnpackLimits& limits = {});
 
 }  // namespace air::launcher

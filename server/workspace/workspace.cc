@@ -189,8 +189,23 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
     throw HttpError(400, "SECRETS_MISSING",
                     fmt::format("{} secret(s) the workload references do not exist in this workspace", missing.size()),
                     missing);
-  if (!req.snapshot_digest.empty() && !blobs_.has(req.snapshot_digest))
-    throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
+  // With code_source remote_volume the snapshot lives in that volume (air run put it there), not in the
+  // workspace's snapshot store.
+  std::string snapshot_path;
+  uint64_t snapshot_bytes = 0;
+  if (!req.snapshot_digest.empty() && w.code_source && !w.code_source->remote_volume.empty()) {
+    VolumePath vp = volume_snapshot_path(w.code_source->remote_volume, req.snapshot_digest);
+    auto meta = volumes_.stat(vp);
+    if (!meta || meta->is_directory)
+      throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest.substr(0, 12) +
+                                                   " is not in the volume: " + vp.str() + " does not exist");
+    snapshot_path = vp.str();
+    snapshot_bytes = meta->size;
+  } else if (!req.snapshot_digest.empty()) {
+    if (!blobs_.has(req.snapshot_digest))
+      throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
+    snapshot_bytes = blobs_.size(req.snapshot_digest);
+  }
   std::vector<std::string> notices;
   std::string pool = pool_for(w.compute.pool_id, notices);
   if (auto it = pool_gpus_.find(pool);
@@ -226,7 +241,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
   i.stall_timeout_minutes = w.stall_timeout_minutes;
   i.submitted_at_ms = now();
   i.snapshot_digest = req.snapshot_digest;
-  i.snapshot_bytes = req.snapshot_digest.empty() ? 0 : blobs_.size(req.snapshot_digest);
+  i.snapshot_bytes = snapshot_bytes;
   i.file_name = req.file_name;
   i.workload_yaml = req.workload_yaml;
   i.idempotency_key = key;
@@ -242,7 +257,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                      {"secrets", secrets},
                      {"dependencies", w.environment.dependencies},
                      {"environment_version", w.environment.version.value_or("")},
-                     {"mlflow_run_name", w.mlflow_run_name}}
+                     {"mlflow_run_name", w.mlflow_run_name},
+                     {"snapshot_path", snapshot_path}}
                     .dump();
   if (!key.empty()) idempotency_[key] = i.run_id;
   std::string id = i.run_id;
@@ -347,6 +363,7 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
   for (const auto& kv : t.value("env", json::array())) s.env.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
   s.parameters_yaml = t.value("parameters_yaml", "");
   s.snapshot_digest = r.info.snapshot_digest;
+  s.snapshot_path = t.value("snapshot_path", "");
   s.gpu = t.value("gpu", false);
   s.max_log_bytes = 64ull << 30;
   s.max_unpack_bytes = opts_.max_unpack_bytes;

@@ -57,3 +57,17 @@ TEST_CASE("volumes: the paths a workload names are found in commands, parameters
                                           "/Volumes/main/default/air_checkpoints/llama31-8b-sft",
                                           "/Volumes/main/default/logs"});
 }
+
+TEST_CASE("volumes: a remote_volume snapshot's place and the Files API URL of a path") {
+  std::string sha(64, 'a');
+  CHECK(volume_snapshot_path("/Volumes/main/default/snaps", sha).str() ==
+        "/Volumes/main/default/snaps/.internal/" + sha + ".tar.zst");
+  CHECK(volume_snapshot_path("dbfs:/Volumes/main/default/snaps/team a/", sha).str() ==
+        "/Volumes/main/default/snaps/team a/.internal/" + sha + ".tar.zst");
+  CHECK_THROWS_AS(volume_snapshot_path("/Volumes/main/default", sha), FsError);  // a schema, not a volume
+  CHECK_THROWS_AS(volume_snapshot_path("/Volumes/main/../x/y", sha), FsError);
+  CHECK(files_api_url(parse_volume_path("/Volumes/main/default/v/a b/c%.txt")) ==
+        "/api/2.0/fs/files/Volumes/main/default/v/a%20b/c%25.txt");
+  CHECK(files_api_url(parse_volume_path("/Volumes/main/default/v"), "directories") ==
+        "/api/2.0/fs/directories/Volumes/main/default/v");
+}
