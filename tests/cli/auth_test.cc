@@ -58,7 +58,7 @@ struct Home {
 
 }  // namespace
 
-TEST_CASE("auth: login --token-stdin writes ~/.databrickscfg; profiles lists it without the token") {
+TEST_CASE("auth: login --token-stdin writes ~/.databrickscfg, profiles lists it without the token") {
   Home h;
   auto r = air_cli({"auth", "login", "--host", "dbc-42.cloud.example.com/", "--token-stdin"}, "dapi-secret-1\n");
   INFO(r.err);

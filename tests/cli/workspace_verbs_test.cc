@@ -136,7 +136,7 @@ TEST_CASE("cli: an unreachable workspace names its URL and the cause") {
   CHECK(r.err.rfind("air: error: cannot reach workspace at http://127.0.0.1:1: connection refused\n  hint: ", 0) == 0);
 }
 
-TEST_CASE("cli: profiles come from the config file; an unknown one lists the known ones") {
+TEST_CASE("cli: profiles come from the config file, an unknown one lists the known ones") {
   Home h;
   std::ofstream(h.dir + "/config") << "[staging]\nhost = http://127.0.0.1:1\ntoken = t\n";
   auto r = air_cli({"-p", "prod", "list"});

@@ -131,7 +131,7 @@ TEST_CASE("train: the engine's hand-written backward follows the autograd refere
 // AIR_TRAIN_WORLD1_NCCL=1 makes the engine gather, prefetch, release and reduce-scatter at world 1 as at
 // world N (on CPU through the single-process group's copies): the same curve. AIR_TRAIN_DUMP_BATCHES writes
 // every micro-batch in the documented layout (bench/loss_curve.py reads it).
-TEST_CASE("train: world-1 collectives change nothing; the batch dump holds every micro-batch") {
+TEST_CASE("train: world-1 collectives change nothing, the batch dump holds every micro-batch") {
   at::set_num_threads(1);
   std::vector<double> losses[2], norms[2];
   fs::path dump = temp_dir("dump");

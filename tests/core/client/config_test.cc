@@ -69,7 +69,7 @@ TEST_CASE("auth: one URL rule: a bare host means https, trailing slashes go") {
   CHECK(air::normalize_host(" https://x.y ") == "https://x.y");
 }
 
-TEST_CASE("auth: nothing configured means the embedded default; [DEFAULT] of ~/.databrickscfg is not implied") {
+TEST_CASE("auth: nothing configured means the embedded default, [DEFAULT] of ~/.databrickscfg is not implied") {
   Home h;
   CHECK_FALSE(air::configured_workspace(""));
   h.databrickscfg(kDbcfg);

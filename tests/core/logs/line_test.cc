@@ -9,7 +9,7 @@
 
 using namespace air::logs;
 
-TEST_CASE("a stored line parses into time, stream and text; other shapes keep the whole line") {
+TEST_CASE("a stored line parses into time, stream and text, other shapes keep the whole line") {
   LogLine l = parse_log_line("1700000000123 e CUDA error: out of memory\n");
   CHECK(l.time_ms == 1700000000123);
   CHECK(l.stream == 'e');
@@ -24,7 +24,7 @@ TEST_CASE("a stored line parses into time, stream and text; other shapes keep th
   CHECK(line_text("step 5") == "step 5");
 }
 
-TEST_CASE("lines that end a training job are fatal; error words make errors; the rest is plain") {
+TEST_CASE("lines that end a training job are fatal, error words make errors, the rest is plain") {
   for (const char* fatal : {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
                             "[rank3]: NCCL watchdog thread terminated with exception: Timeout",
                             "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)",

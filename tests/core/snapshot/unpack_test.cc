@@ -148,7 +148,7 @@ TEST_CASE("unpack: size and entry-count bombs are refused", "[snapshot][unpack]"
 }
 
 // Issue 22, finding 7: limits counted in disk blocks, bounded by the archive's size and by the free disk.
-TEST_CASE("unpack: tiny files count as the blocks they take; the free disk bounds it", "[snapshot][unpack]") {
+TEST_CASE("unpack: tiny files count as the blocks they take, the free disk bounds it", "[snapshot][unpack]") {
   air::UnpackLimits lim;
   lim.max_total_bytes = 40000;  // 9 one-byte files + the folder: 10 blocks = 40960 bytes of disk
   std::vector<Crafted> tiny = {node("d", AE_IFDIR)};

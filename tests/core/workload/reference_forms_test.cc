@@ -57,7 +57,7 @@ air: 1 error in train.yaml; nothing was submitted
 )");
 }
 
-TEST_CASE("reference forms: the flat form needs root_path; the nested one type") {
+TEST_CASE("reference forms: the flat form needs root_path, the nested one type") {
   auto flat = parse(kHead + "code_source:\n  include_paths: [a]\n");
   CHECK(rendered(flat) == R"(train.yaml:4:1: error: missing required key 'root_path' in 'code_source'
 code_source:
@@ -74,7 +74,7 @@ air: 1 error in train.yaml; nothing was submitted
 )");
 }
 
-TEST_CASE("reference forms: environment.version may be an int; max_retries defaults to 3") {
+TEST_CASE("reference forms: environment.version may be an int, max_retries defaults to 3") {
   auto r = parse(kHead + "environment:\n  version: 6\n  dependencies: [numpy]\n");
   INFO(rendered(r));
   REQUIRE(r.ok());

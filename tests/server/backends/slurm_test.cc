@@ -120,7 +120,7 @@ TEST_CASE("slurm: run_command captures output and exit code, passes env, and kil
   CHECK_THROWS_WITH(run_command({"no-such-command-air"}, 1s), "no-such-command-air not found on PATH");
 }
 
-TEST_CASE("slurm: server.conf gives the backend and Slurm options; bad lines are located errors") {
+TEST_CASE("slurm: server.conf gives the backend and Slurm options, bad lines are located errors") {
   char t[] = "/tmp/air-conf-XXXXXX";
   std::string dir = ::mkdtemp(t);
   std::string p = dir + "/server.conf";

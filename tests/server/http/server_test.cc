@@ -248,7 +248,7 @@ TEST_CASE("http: Content-Length bodies arrive whole at any pace, and a reused bu
   ::close(fd);
 }
 
-TEST_CASE("http: the gate answers before the body is read; 100-continue only after it", "[http]") {
+TEST_CASE("http: the gate answers before the body is read, 100-continue only after it", "[http]") {
   TestServer t;
   std::atomic<int> bodies{0};
   http::Gate gate = [](const http::Request& req, http::Response& res) {
@@ -275,7 +275,7 @@ TEST_CASE("http: the gate answers before the body is read; 100-continue only aft
   CHECK(bodies == 1);
 }
 
-TEST_CASE("http: slow senders get 408; idle and slow connections do not delay others", "[http]") {
+TEST_CASE("http: slow senders get 408, idle and slow connections do not delay others", "[http]") {
   TestServer t;
   t.srv.Get("/fast", [](const http::Request&, http::Response& res) { res.set_content("fast", "text/plain"); });
   t.srv.Post("/p", [](const http::Request&, http::Response& res) { res.set_content("p", "text/plain"); });

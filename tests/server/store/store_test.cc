@@ -106,7 +106,7 @@ TEST_CASE("store: a run with attempts and nodes survives a reopen field by field
   CHECK(s.max_seq() == 7);
 }
 
-TEST_CASE("store: saving a run again replaces it; the idempotency key stays unique") {
+TEST_CASE("store: saving a run again replaces it, the idempotency key stays unique") {
   TempDir d;
   Store s(d.path + "/w.db");
   RunRecord r = sample_run();
@@ -302,7 +302,7 @@ TEST_CASE("mlflow store: a metric series is read from the covering index, in its
   sqlite3_close(raw);
 }
 
-TEST_CASE("mlflow store: the workload's mlflow_run_name names attempt 1's run; a retry is suffixed") {
+TEST_CASE("mlflow store: the workload's mlflow_run_name names attempt 1's run, a retry is suffixed") {
   TempDir d;
   MlflowStore store(d.path + "/mlflow.db");
   auto name_of = [&](const std::string& id) { return store.get_run(id).info.run_name; };

@@ -171,7 +171,7 @@ TEST_CASE("batch: a node failure is a gang failure, retried as a new job per max
   CHECK(r.status_message == "node 0 lost: Slurm ended job 102: node failure (NODE_FAIL) (after 2 attempts)");
 }
 
-TEST_CASE("batch: a node's own failure stops the gang; the job is scancelled when the attempt ends") {
+TEST_CASE("batch: a node's own failure stops the gang, the job is scancelled when the attempt ends") {
   Fixture f;
   std::string id = f.submit("max_retries: 0\n");
   f.jobs.states["101"] = {JobState::Phase::kRunning, "RUNNING", "", "node[1-2]"};
@@ -212,7 +212,7 @@ TEST_CASE("batch: a job cancelled outside air ends the run CANCELED, saying so")
   CHECK(f.jobs.launched.size() == 1);
 }
 
-TEST_CASE("batch: a failing squeue is reported and blames no node; a job Slurm forgot is lost") {
+TEST_CASE("batch: a failing squeue is reported and blames no node, a job Slurm forgot is lost") {
   Fixture f;
   std::string id = f.submit("max_retries: 0\n");
   f.jobs.query_error = "cannot query Slurm: squeue did not answer within 15 s (is the Slurm controller up?)";
@@ -228,7 +228,7 @@ TEST_CASE("batch: a failing squeue is reported and blames no node; a job Slurm f
   CHECK(r.status_message == "node 0 lost: Slurm ended job 101: the job is no longer known to Slurm");
 }
 
-TEST_CASE("batch: the submission runs from the tick; a cancel meanwhile scancels the new job") {
+TEST_CASE("batch: the submission runs from the tick, a cancel meanwhile scancels the new job") {
   Fixture f;
   std::string id = f.submit("", "CPU_1xHOST", 2, false);
   CHECK(f.jobs.launched.empty());

@@ -147,7 +147,7 @@ TEST_CASE("workspace: a failing node stops the others and the attempt is retried
   CHECK(r.status_message == "node 0 exited with code 1 (after 2 attempts)");
 }
 
-TEST_CASE("workspace: cancel stops every node; agents that do not exit within the grace are killed") {
+TEST_CASE("workspace: cancel stops every node, agents that do not exit within the grace are killed") {
   Fixture f;
   std::string id = f.submit();
   f.report(id, 1, 0, "RUNNING");
@@ -249,7 +249,7 @@ TEST_CASE("workspace: an agent process that exits without a final report fails t
   CHECK(r.attempts[0].nodes[1].state == "LOST");
 }
 
-TEST_CASE("workspace: after a restart, running agents re-attach by heartbeat; a silent one fails the attempt") {
+TEST_CASE("workspace: after a restart, running agents re-attach by heartbeat, a silent one fails the attempt") {
   Fixture f;
   std::string id = f.submit("max_retries: 0\n");
   f.report(id, 1, 0, "RUNNING");
@@ -334,7 +334,7 @@ TEST_CASE("workspace: submit re-validates, returns located diagnostics and refus
   CHECK(nlohmann::json(spec).dump().find("v4lue") == std::string::npos);  // references only
 }
 
-TEST_CASE("workspace: GPU runs get disjoint CUDA_VISIBLE_DEVICES subsets; too many GPUs are refused") {
+TEST_CASE("workspace: GPU runs get disjoint CUDA_VISIBLE_DEVICES subsets, too many GPUs are refused") {
   Fixture f(4);
   std::string id = f.submit("", "", "GPU_1xH100", 2);
   REQUIRE(f.rec.started.size() == 2);

@@ -12,7 +12,7 @@ static Pieces split(const SplitRegex& re, std::string_view text) {
   return Pieces(views.begin(), views.end());
 }
 
-TEST_CASE("\\s becomes the Unicode White_Space set, inside and outside classes") {
+TEST_CASE("regex: the escape s (backslash-s) becomes the Unicode White_Space set, inside and outside classes") {
   const std::string ws = R"(\x{9}-\x{D}\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
   CHECK(air::train::oniguruma_to_pcre2(R"(a\s+b)") == "a[" + ws + "]+b");
   CHECK(air::train::oniguruma_to_pcre2(R"([^\s\p{L}])") == "[^" + ws + R"(\p{L}])");
