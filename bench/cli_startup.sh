@@ -41,3 +41,24 @@ PY
 echo
 echo "dynamic libraries mapped by air --version: $(ldd "$air" | wc -l) (git: $(ldd "$(command -v git)" | wc -l))"
 LD_DEBUG=statistics "$air" --version 2>&1 >/dev/null | grep -E "total startup time|time needed for relocation|number of relocations:|final number of relocations" | sed 's/^ *[0-9]*: */  /' || true
+# Figures that a busy machine does not move: instructions executed in user space (valgrind, when installed)
+# and page faults (perf, when installed), for the same commands.
+if command -v valgrind >/dev/null; then
+  echo
+  printf '%-36s %14s %16s\n' "command" "instructions" "/ git --version"
+  ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'; }
+  git_ir=$(ir git --version)
+  for c in "git --version" "$air --version" "$air __complete run -" "$air run -f $workload --dry-run"; do
+    # shellcheck disable=SC2086
+    n=$(ir $c)
+    printf '%-36s %14s %15.2fx\n' "${c/#$air/air}" "$n" "$(python3 -c "print($n / $git_ir)")"
+  done
+fi
+if command -v perf >/dev/null && perf stat -e page-faults true >/dev/null 2>&1; then
+  echo
+  for c in "git --version" "$air --version" "$air run -f $workload --dry-run"; do
+    # shellcheck disable=SC2086
+    pf=$(perf stat -x, -e page-faults -r 10 $c 2>&1 >/dev/null | cut -d, -f1 | tail -1)
+    printf '%-36s %8s page faults\n' "${c/#$air/air}" "$pf"
+  done
+fi
