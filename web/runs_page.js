@@ -39,7 +39,9 @@ export function runsView(root, params) {
     const end = r.ended_at_ms || Date.now();
     return el('tr', { class: `runrow st-${r.state.toLowerCase()}`, dataset: { run: r.run_id } },
       el('td', {}, el('a', { href: `#/runs/${encodeURIComponent(r.run_id)}`, text: r.run_id })),
-      el('td', {}, stateBadge(r.state)),
+      // A queued run shows its place (as `air list` does: PENDING #N); the scheduler's sentence is its title.
+      el('td', {}, stateBadge(r.state), r.state === 'PENDING' && r.queue_position
+        ? el('span', { class: 'queue muted', title: r.status_message || '', text: ` #${r.queue_position}` }) : null),
       el('td', { text: r.experiment_name || '—' }),
       el('td', { text: `${r.num_accelerators} × ${r.accelerator_type} (${r.num_nodes} node${r.num_nodes === 1 ? '' : 's'})` }),
       el('td', { text: fmtTime(r.submitted_at_ms) }),

@@ -6,6 +6,8 @@
 # one), and no secret value in the DOM, storage or network traffic. Screenshots land in build/web-test/.
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/web/setup.bash"
+# One GPU for the scheduler (commands that only wait need none): a second GPU run queues behind the first.
+export AIR_LOCAL_GPUS=1
 
 VALUE="hf_web_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 "$AIR" secrets create-scope web_scope > /dev/null
@@ -53,6 +55,17 @@ command: for i in \$(seq 1 1200); do [ -f $BIGSTOP ] && exit 0; sleep 0.1; done;
 max_retries: 0
 YAML
 
+# hold takes the one GPU until $STOP; queued waits behind it (PENDING #1 on the runs page).
+cat > "$proj/hold.yaml" <<YAML
+experiment_name: web-e2e-queue
+compute: {accelerator_type: GPU_1xH100, num_accelerators: 1}
+command: for i in \$(seq 1 1800); do [ -f $STOP ] && exit 0; sleep 0.1; done; exit 1
+max_retries: 0
+YAML
+sed 's/^command: .*/command: "true"/' "$proj/hold.yaml" > "$proj/queued.yaml"
+hold=$(submit "$proj/hold.yaml")
+wait_state "$hold" RUNNING 60
+queued=$(submit "$proj/queued.yaml")
 big=$(submit "$proj/big.yaml")
 failed=$(submit "$proj/fail.yaml")
 wait_state "$big" RUNNING 60
@@ -69,8 +82,10 @@ URL=$(json_get "$AIR_HOME/server.json" 'd["url"]')
 curl -fsS "$URL/" | grep -q 'web/app.js' || fail "the workspace does not serve the page at /"
 
 AIR_WEB_URL="$URL" AIR_WEB_TOKEN="$("$AIR" ui --token | tail -n 1)" AIR_WEB_SECRET="$VALUE" \
-AIR_WEB_LIVE="$live" AIR_WEB_FAILED="$failed" AIR_WEB_BIG="$big" AIR_WEB_OUT="$OUT_DIR" AIR_WEB_GO="$GO" AIR_WEB_STOP="$STOP" AIR_CHROMIUM="$CHROMIUM" \
+AIR_WEB_LIVE="$live" AIR_WEB_FAILED="$failed" AIR_WEB_QUEUED="$queued" AIR_WEB_BIG="$big" AIR_WEB_OUT="$OUT_DIR" AIR_WEB_GO="$GO" AIR_WEB_STOP="$STOP" AIR_CHROMIUM="$CHROMIUM" \
 NODE_PATH="$NPM_DIR/node_modules" node "$(dirname "$0")/web/browser_test.mjs" || fail "the browser checks failed"
 wait_state "$live" SUCCEEDED 60
+wait_state "$hold" SUCCEEDED 60
+wait_state "$queued" SUCCEEDED 60
 echo "browser checks done after ${SECONDS}s"
 echo "ok: web page checks passed; screenshots in $OUT_DIR"

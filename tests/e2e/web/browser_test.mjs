@@ -27,6 +27,11 @@ await withBrowser(async (page) => {
   check(await page.locator(`tr.runrow[data-run="${FAILED}"]`).count() === 1, 'the status filter shows only the failed run');
   await page.selectOption('select[aria-label=Status]', '');
   await page.waitForSelector(`tr.runrow[data-run="${LIVE}"]`);
+  // A queued run shows its place and, as its title, the scheduler's sentence (what `air get run` says).
+  const queued = page.locator(`tr.runrow[data-run="${env('AIR_WEB_QUEUED')}"] .queue`);
+  await until(async () => (await queued.count()) === 1 && (await queued.textContent()).trim() === '#1', 5000, 'the queued run\'s place');
+  const why = await queued.getAttribute('title');
+  check(why.includes('queued: position 1 of 1') && why.includes('waiting for 1 GPU'), `the queued run explains its wait (${why})`);
   await page.emulateMedia({ colorScheme: 'light' });
   await page.screenshot({ path: `${OUT}/runs-light.png` });
   await page.emulateMedia({ colorScheme: 'dark' });
