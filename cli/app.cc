@@ -2,6 +2,7 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <sstream>
@@ -23,7 +24,7 @@ void render_error(std::ostream& err, const air::Error& e) {
   if (!e.hint().empty()) err << "  hint: " << e.hint() << "\n";
 }
 
-// The verbs, by the name each adds to the tree. The tree is built for the one verb a command line names:
+// The verbs, by the name each adds to the tree (a setup function that adds several is listed under each name). The tree is built for the one verb a command line names:
 // CLI11 spends ~1.5 M instructions building all of it, most of `air --version` once the libraries are static
 // (bench/cli_startup.sh). Help, completion of the verb itself and unknown verbs still see every verb.
 struct Verb {
@@ -81,8 +82,15 @@ void build_app(CLI::App& app, Context& ctx, const TreeNeed& need) {
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
 
   if (need.kind == TreeNeed::kOne) need.verb->setup(app, ctx);
-  if (need.kind == TreeNeed::kAll)
-    for (const auto& v : kVerbs) v.setup(app, ctx);
+  if (need.kind == TreeNeed::kAll) {
+    // One setup function may add several verbs (listed once per name above): each runs once.
+    std::vector<void (*)(CLI::App&, Context&)> done;
+    for (const auto& v : kVerbs) {
+      if (std::find(done.begin(), done.end(), v.setup) != done.end()) continue;
+      done.push_back(v.setup);
+      v.setup(app, ctx);
+    }
+  }
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {
     for (auto* sub : a->get_subcommands({})) {

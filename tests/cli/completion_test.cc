@@ -162,3 +162,36 @@ TEST_CASE("colour: --color always|never wins, else NO_COLOR (non-empty) turns it
   CHECK(bad.code == 2);
   CHECK(bad.err.find("sometimes not in {auto,always,never}") != std::string::npos);
 }
+
+TEST_CASE("cli: the tree is built for the named verb only, and every verb still answers as in the whole tree") {
+  // `air --help` lists every verb (the whole tree); each must answer its own --help through the one-verb tree
+  // with the same usage line, also after global options, and complete as before.
+  Result all = air_cli({"--help"});
+  REQUIRE(all.code == 0);
+  std::vector<std::string> verbs;
+  std::istringstream lines(all.out);
+  bool in_subcommands = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("SUBCOMMANDS:", 0) == 0 || line.rfind("Subcommands:", 0) == 0) { in_subcommands = true; continue; }
+    if (in_subcommands && line.size() > 2 && line[0] == ' ' && line[2] != ' ') {
+      std::istringstream w(line);
+      std::string name;
+      w >> name;
+      verbs.push_back(name);
+    }
+  }
+  REQUIRE(verbs.size() >= 10);
+  for (const auto& v : verbs) {
+    INFO("verb " << v);
+    Result help = air_cli({v, "--help"});
+    CHECK(help.code == 0);
+    CHECK(help.out.find("air " + v) != std::string::npos);
+    Result after_globals = air_cli({"-o", "json", "--color", "never", v, "--help"});
+    CHECK(after_globals.out == help.out);
+    CHECK(complete({v.substr(0, 1)}).find(v + "\n") != std::string::npos);
+  }
+  CHECK(air_cli({"--version"}).out == std::string("air ") + AIR_VERSION + "\n");
+  Result unknown = air_cli({"runn", "-f", "x.yaml"});
+  CHECK(unknown.code != 0);
+  CHECK(unknown.err.find("runn") != std::string::npos);
+}
