@@ -212,7 +212,7 @@ TEST_CASE("fp8: RMSNorm, SwiGLU, RoPE and the RMSNorm backward fold their output
   REQUIRE(slot_value(s_qkv) == max_abs(qkv));
 }
 
-TEST_CASE("fp8: a cast from the producer's amax equals quantize; a skipped scale fails the bound") {
+TEST_CASE("fp8: a cast from the producer's amax equals quantize, and a skipped scale fails the bound") {
   at::manual_seed(17);
   const int64_t N = 64, K = 96, M = 80;
   at::Tensor w = at::randn({M, K}) * 0.02;
