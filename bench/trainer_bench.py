@@ -14,6 +14,11 @@ fp8 (precision: fp8, tensorwise scaling), rowwise (with fp8: fp8_scaling: rowwis
 mb=N (per_device_batch_size, default 4), acc=N (gradient_accumulation_steps, default 2),
 outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
 K more steps; the difference of their wall clocks / K).
+
+Every run is also clocked from outside as it goes: this script stamps the moment each step's JSON line arrives
+on the pipe (air-train flushes it right after the step), so (arrival of the last step - arrival of the last
+untimed step) / steps is the steps' wall time with everything between them (data, logging, the loop), and the
+arrival of the first step line after launch is the process's start-up ("startup_s").
 """
 import argparse
 import json
@@ -22,6 +27,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -50,6 +56,27 @@ def model_dir(shape, data, work):
     return d
 
 
+def launch(cmd, env):
+    """Runs cmd; returns (returncode, stdout, stderr, wall seconds, {step: seconds after launch its line came})."""
+    arrivals = {}
+    out = []
+    with tempfile.TemporaryFile(mode="w+") as err:
+        t = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env, bufsize=1)
+        for line in p.stdout:
+            now = time.monotonic() - t
+            out.append(line)
+            if line.startswith('{"step"'):
+                try:
+                    arrivals[json.loads(line)["step"]] = now
+                except (ValueError, KeyError):
+                    pass
+        rc = p.wait()
+        wall = time.monotonic() - t
+        err.seek(0)
+        return rc, "".join(out), err.read(), wall, arrivals
+
+
 def run(args, spec, work):
     parts = spec.split(":")
     shape, mode, opts = parts[0], parts[1], parts[2:]
@@ -73,7 +100,6 @@ def run(args, spec, work):
         for k, v in cfg.items():
             f.write(f"{k}: {json.dumps(v)}\n")
     cmd = [os.path.join(args.bin, "air-train"), "--config", path]
-    t = time.time()
     env = dict(os.environ)
     if "repeatkv" in opts:  # attention with k/v heads repeated instead of the library's GQA kernels
         env["AIR_TRAIN_ATTN_GQA"] = "0"
@@ -87,10 +113,11 @@ def run(args, spec, work):
         trace = os.path.join(os.path.dirname(os.path.abspath(args.json)), "trace_" + spec.replace(":", "_") + ".json")
         env["AIR_TRAIN_TRACE"] = trace
         env["AIR_TRAIN_TRACE_STEP"] = str(min(steps, warmup + 1))
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.time() - t
+    rc, stdout, stderr, wall, arrivals = launch(cmd, env)
+    r = subprocess.CompletedProcess(cmd, rc, stdout, stderr)
     extra = opt("outside", 0)
     outside_ms = None
+    pair = []
     if extra > 0 and r.returncode == 0:
         # The run above was the warm-up (the first process of a shape pays for caches and the GPU's first
         # use); now the same run again and one with `extra` more steps: start-up, data and warm-up steps
@@ -100,9 +127,13 @@ def run(args, spec, work):
             with open(path, "w") as f:
                 for k, v in dict(cfg, max_steps=n).items():
                     f.write(f"{k}: {json.dumps(v)}\n")
-            t2 = time.time()
-            rc = subprocess.run(cmd, capture_output=True, text=True, env=env).returncode
-            walls.append(time.time() - t2 if rc == 0 else None)
+            rc2, _, _, w2, arr2 = launch(cmd, env)
+            walls.append(w2 if rc2 == 0 else None)
+            # start-up (launch to the first step's line) and what follows the last step's line (exit):
+            # they cancel in the difference only if they are the same in both runs.
+            if rc2 == 0 and arr2:
+                pair.append({"max_steps": n, "wall_s": w2, "startup_s": arr2[min(arr2)],
+                             "after_last_step_s": w2 - arr2[max(arr2)]})
         if None not in walls:
             outside_ms = 1e3 * (walls[1] - walls[0]) / extra
     lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
@@ -123,6 +154,13 @@ def run(args, spec, work):
                loss_first=lines[0]["loss"], loss_last=lines[-1]["loss"], steps=len(lines))
     if outside_ms is not None:
         res["outside_step_ms"] = outside_ms
+        res["outside_runs"] = pair
+    # The line clock: wall time between the last untimed step's line and the last step's line.
+    last = max(arrivals) if arrivals else 0
+    if arrivals and warmup in arrivals and last > warmup:
+        res["line_step_ms"] = 1e3 * (arrivals[last] - arrivals[warmup]) / (last - warmup)
+        res["mean_step_ms"] = 1e3 * statistics.mean(l["step_time_s"] for l in timed)
+        res["startup_s"] = arrivals[min(arrivals)]
     if "curve" in opts:
         res["losses"] = [l["loss"] for l in lines]
         res["grad_norms"] = [l["grad_norm"] for l in lines]
@@ -154,7 +192,9 @@ def main():
         print(f"# {spec}: {res['step_ms']:.1f} ms/step, {res['padded_tok_s']:,.0f} padded tok/s, "
               f"{res['real_tok_s']:,.0f} real tok/s, MFU {100 * res['mfu']:.1f}%, peak {res['peak_gib']:.1f} GiB, "
               f"loss {res['loss_first']:.3f} -> {res['loss_last']:.3f} ({res['wall_s']} s wall)" +
-              (f", {res['outside_step_ms']:.1f} ms/step from outside" if "outside_step_ms" in res else ""), flush=True)
+              (f", {res['outside_step_ms']:.1f} ms/step from outside" if "outside_step_ms" in res else "") +
+              (f", line clock {res['line_step_ms']:.1f} ms/step (inside mean {res['mean_step_ms']:.1f})"
+               if "line_step_ms" in res else ""), flush=True)
         for l in res["engine"] + res["recompute"] + res["trace"]:
             print("#   " + l, flush=True)
     shutil.rmtree(work, ignore_errors=True)

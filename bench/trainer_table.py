@@ -45,10 +45,24 @@ for r in ours:
     eng = "air-train " + ":".join(r["run"].split(":")[2:])
     if "fp8" in r["run"].split(":") and ours_bf16.get(plain(r["run"])):
         eng += f" ({r['padded_tok_s'] / ours_bf16[plain(r['run'])]:.2f}x our bf16)"
-    if "outside_step_ms" in r:
-        notes.append(f"{r['run']}: {r['step_ms']:.1f} ms/step as air-train reports it, {r['outside_step_ms']:.1f} ms "
-                     f"timed from outside (two runs differing only in max_steps): "
-                     f"{100 * (r['outside_step_ms'] / r['step_ms'] - 1):+.1f}%")
+    if "outside_step_ms" in r or "line_step_ms" in r:
+        n = (f"{r['run']}: {r['step_ms']:.1f} ms/step as air-train reports it "
+             f"(median; mean {r.get('mean_step_ms', 0):.1f})")
+        if "line_step_ms" in r:
+            n += (f"; line clock (this script stamps each step's line as it arrives) {r['line_step_ms']:.1f} ms: "
+                  f"{100 * (r['line_step_ms'] / r['step_ms'] - 1):+.1f}%")
+        if "outside_step_ms" in r:
+            n += (f"; two runs differing only in max_steps {r['outside_step_ms']:.1f} ms: "
+                  f"{100 * (r['outside_step_ms'] / r['step_ms'] - 1):+.1f}%")
+            pr = r.get("outside_runs", [])
+            if len(pr) == 2:
+                k = pr[1]["max_steps"] - pr[0]["max_steps"]
+                d_start = pr[1]["startup_s"] - pr[0]["startup_s"]
+                d_exit = pr[1]["after_last_step_s"] - pr[0]["after_last_step_s"]
+                n += (f" (start-ups {pr[0]['startup_s']:.2f} / {pr[1]['startup_s']:.2f} s, exits "
+                      f"{pr[0]['after_last_step_s']:.2f} / {pr[1]['after_last_step_s']:.2f} s: they move the "
+                      f"difference by {1e3 * (d_start + d_exit) / k:+.1f} ms/step)")
+        notes.append(n)
     rows.append((r["shape"], eng, r["mode"], r["step_ms"], r["padded_tok_s"], r["real_tok_s"], r["mfu"], r["peak_gib"]))
 for mm in ref.get("matmul", [])[:1]:
     print(f"bf16 8192^3 matmul ceiling in this call: {mm['mean_tflops']:.1f} TFLOP/s; MFU below is against 989")
@@ -65,4 +79,4 @@ for s, eng, mode, ms, ptok, rtok, mfu, peak in sorted(rows, key=lambda r: (r[0],
     print(f"| {s} | {eng} | {mode} | {fmt(ms, '{:.1f} ms')} | {fmt(ptok, '{:,.0f}')} | {fmt(rtok, '{:,.0f}')} | "
           f"{fmt(mfu and 100 * mfu, '{:.1f}%')} | {fmt(peak, '{:.1f}')} | {vs_ref} | {vs_peer} |")
 for n in notes:
-    print("\nOutside clock, " + n)
+    print("\nClocks, " + n)

@@ -11,6 +11,8 @@
 # fp8: build, the FP8 GEMM check (air-train-check --fp8), our bf16 and fp8 rows (RUNS, default below), then
 # AIR_FP8_CURVE_STEPS (default 0: none) steps of the AIR_FP8_CURVE_SHAPE (default 1b) shape in bf16 and in fp8 on the same rows
 # (bench/fp8_curve.py). Run names: bench/trainer_bench.py (fp8, rowwise, seq=N, mb=N, acc=N, outside=K).
+# Clocks: every run also prints its line clock (the step lines' arrival times, taken here); outside=K adds two
+# more runs differing only in max_steps; the table's "Clocks" notes put both beside air-train's own figure.
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -18,7 +20,7 @@ mkdir -p "$OUT"
 root=${AIR_DEVCARRY:-.devcarry}
 what=${1:-all}
 runs=${2:-8b:padded,8b:padded:ac,8b:packed,1b:padded,1b:packed}
-[ "$what" = fp8 ] && runs=${2:-8b:padded,8b:padded:fp8,8b:padded:fp8:rowwise,8b:padded:seq=8192:mb=1:acc=2:fp8}
+[ "$what" = fp8 ] && runs=${2:-8b:padded:outside=20,8b:padded:fp8:outside=20,8b:padded:fp8:rowwise,8b:padded:seq=8192:mb=1:acc=2:fp8}
 prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export PYTHONUNBUFFERED=1
 t0=$(date +%s)

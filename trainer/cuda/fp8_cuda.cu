@@ -21,14 +21,25 @@ __device__ __forceinline__ uint8_t to_e4m3(float v) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
 }
 
+// Tensorwise current scaling from an amax already computed (by x's producer): scale = 448 / max(amax, 1e-12)
+// in fp32, as ATen's ops compute it on the host path (IEEE division; a NaN amax stays NaN, as clamp_min).
+__device__ __forceinline__ float scale_of(float amax) {
+  const float a = amax != amax ? amax : fmaxf(amax, 1e-12f);
+  return 448.f / a;
+}
+
 // Thread (tx, ty) loads x[r0 + ty + 16 k][c0 + 4 tx .. + 3] for k = 0..3 (8-byte loads), writes their
 // row-major e4m3 (4-byte stores), and keeps them in shared memory; then writes the transposed copy:
 // cols[c0 + ty + 16 k][r0 + 4 tx .. + 3].
 __global__ void cast_kernel(const __nv_bfloat16* __restrict__ x, int64_t R, int64_t C,
                             const float* __restrict__ row_scale, bool row_each, const float* __restrict__ col_scale,
-                            bool col_each, uint8_t* __restrict__ rows, uint8_t* __restrict__ cols) {
+                            bool col_each, uint8_t* __restrict__ rows, uint8_t* __restrict__ cols,
+                            const float* __restrict__ amax, float* __restrict__ scale_inv) {
   __shared__ float tile[kTile][kTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
+  // With amax given, one scale for both copies, computed here (no launches for the scale's arithmetic).
+  const float tscale = amax ? scale_of(*amax) : 0.f;
+  if (amax && scale_inv && blockIdx.x == 0 && blockIdx.y == 0 && tx == 0 && ty == 0) *scale_inv = 1.f / tscale;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile, c0 = static_cast<int64_t>(blockIdx.x) * kTile;
   for (int k = 0; k < 4; ++k) {
     const int lr = ty + kSide * k;
@@ -39,7 +50,7 @@ __global__ void cast_kernel(const __nv_bfloat16* __restrict__ x, int64_t R, int6
     float f[4];
     for (int i = 0; i < 4; ++i) f[i] = __bfloat162float(v[i]);
     if (rows) {
-      const float s = row_each ? row_scale[r] : row_scale[0];
+      const float s = amax ? tscale : row_each ? row_scale[r] : row_scale[0];
       uint32_t packed = 0;
       for (int i = 0; i < 4; ++i) packed |= static_cast<uint32_t>(to_e4m3(f[i] * s)) << (8 * i);
       *reinterpret_cast<uint32_t*>(rows + r * C + c) = packed;
@@ -52,7 +63,7 @@ __global__ void cast_kernel(const __nv_bfloat16* __restrict__ x, int64_t R, int6
     const int lc = ty + kSide * k;
     const int64_t c = c0 + lc, r = r0 + 4 * tx;
     if (c >= C || r >= R) continue;
-    const float s = col_each ? col_scale[c] : col_scale[0];
+    const float s = amax ? tscale : col_each ? col_scale[c] : col_scale[0];
     uint32_t packed = 0;
     for (int i = 0; i < 4; ++i) packed |= static_cast<uint32_t>(to_e4m3(tile[4 * tx + i][lc] * s)) << (8 * i);
     *reinterpret_cast<uint32_t*>(cols + c * R + r) = packed;
@@ -88,9 +99,33 @@ std::pair<at::Tensor, at::Tensor> fp8_cast(const at::Tensor& x, const at::Tensor
   cast_kernel<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>(
       reinterpret_cast<const __nv_bfloat16*>(x.data_ptr()), R, C, rs, r_each, cs, c_each,
       rows ? static_cast<uint8_t*>(out_rows.data_ptr()) : nullptr,
-      cols ? static_cast<uint8_t*>(out_cols.data_ptr()) : nullptr);
+      cols ? static_cast<uint8_t*>(out_cols.data_ptr()) : nullptr, nullptr, nullptr);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out_rows, out_cols};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fp8_cast_amax(const at::Tensor& x, const at::Tensor& amax, bool rows,
+                                                             bool cols) {
+  if (!cast_ok(x)) throw std::invalid_argument("fp8_cast: x must be contiguous 2-D bf16 on CUDA, sizes multiples of 4");
+  if (!amax.defined() || amax.scalar_type() != at::kFloat || amax.numel() != 1 || !amax.is_cuda())
+    throw std::invalid_argument("fp8_cast_amax: amax must be one fp32 element on CUDA");
+  const int64_t R = x.size(0), C = x.size(1);
+  const auto opts = x.options().dtype(at::kFloat8_e4m3fn);
+  at::Tensor out_rows = rows ? at::empty({R, C}, opts) : at::Tensor();
+  at::Tensor out_cols = cols ? at::empty({C, R}, opts) : at::Tensor();
+  at::Tensor inv = at::empty({}, x.options().dtype(at::kFloat));
+  if (R == 0 || C == 0) {
+    inv.fill_(1.0);
+    return {out_rows, out_cols, inv};
+  }
+  const dim3 grid(static_cast<unsigned>((C + kTile - 1) / kTile), static_cast<unsigned>((R + kTile - 1) / kTile));
+  const dim3 block(kSide, kSide);
+  cast_kernel<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>(
+      reinterpret_cast<const __nv_bfloat16*>(x.data_ptr()), R, C, nullptr, false, nullptr, false,
+      rows ? static_cast<uint8_t*>(out_rows.data_ptr()) : nullptr,
+      cols ? static_cast<uint8_t*>(out_cols.data_ptr()) : nullptr, amax.data_ptr<float>(), inv.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {out_rows, out_cols, inv};
 }
 
 }  // namespace air::train::fp8::cuda

@@ -3,6 +3,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <tuple>
 #include <utility>
 
 namespace air::train::fp8::cuda {
@@ -14,5 +15,10 @@ bool cast_ok(const at::Tensor& x);
 // cols [C, R]) in float8_e4m3fn; a copy not asked for is undefined.
 std::pair<at::Tensor, at::Tensor> fp8_cast(const at::Tensor& x, const at::Tensor& row_scale,
                                            const at::Tensor& col_scale, bool rows, bool cols);
+// Tensorwise, from an amax computed before (fp32, one element on x's device; typically by x's producer):
+// the kernel derives scale = 448 / max(amax, 1e-12) itself and writes the dequantising 1 / scale (fp32,
+// 0-dim) as the third result, so no launch does the scale's arithmetic.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fp8_cast_amax(const at::Tensor& x, const at::Tensor& amax, bool rows,
+                                                             bool cols);
 
 }  // namespace air::train::fp8::cuda

@@ -35,15 +35,37 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-// One block per row.
+// FP8 amax of an output, folded into its producer. |v| of a float has its sign bit clear, and such floats
+// order as their int bits, with NaN above +inf: each thread keeps the int max of the bf16 values it wrote
+// (as the FP8 cast reads them), the block reduces, and one atomicMax per block folds into the fp32 slot
+// (zeroed before the producer runs). A NaN wins, as in ATen's amax.
+__device__ __forceinline__ int amax_step(int m, float v) { return max(m, __float_as_int(fabsf(v))); }
+
+// Every thread of the block must call it.
+__device__ void block_amax_into(int m, float* slot) {
+  __shared__ int warp_max[32];
+  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  if (lane == 0) warp_max[warp] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < warps; ++w) m = max(m, warp_max[w]);
+    m = max(m, warp_max[0]);
+    atomicMax(reinterpret_cast<int*>(slot), m);
+  }
+}
+
+// One block per row. amax (nullable): the FP8 amax slot of y.
 __global__ void rms_fwd_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                               __nv_bfloat16* __restrict__ y, float* __restrict__ rstd_out, int H, float eps) {
+                               __nv_bfloat16* __restrict__ y, float* __restrict__ rstd_out, int H, float eps,
+                               float* __restrict__ amax) {
   const int64_t row = blockIdx.x;
   const Vec8* xr = reinterpret_cast<const Vec8*>(x + row * H);
   const Vec8* wr = reinterpret_cast<const Vec8*>(w);
   Vec8* yr = reinterpret_cast<Vec8*>(y + row * H);
   const int nv = H / kVec;
   float ss = 0.f;
+  int m = 0;
   for (int i = threadIdx.x; i < nv; i += kThreads) {
     Vec8 a = xr[i];
 #pragma unroll
@@ -54,16 +76,22 @@ __global__ void rms_fwd_kernel(const __nv_bfloat16* __restrict__ x, const __nv_b
   for (int i = threadIdx.x; i < nv; i += kThreads) {
     Vec8 a = xr[i], ww = wr[i], o;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(ww.v[k]) * bf(tobf(bf(a.v[k]) * rstd)));
+    for (int k = 0; k < kVec; ++k) {
+      o.v[k] = tobf(bf(ww.v[k]) * bf(tobf(bf(a.v[k]) * rstd)));
+      m = amax_step(m, bf(o.v[k]));
+    }
     yr[i] = o;
   }
+  if (amax) block_amax_into(m, amax);
 }
 
 // A grid of blocks strides over the rows; each thread keeps its columns' weight-gradient partial sums in
 // registers and writes them once to partial[block, H].
 __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
                                const __nv_bfloat16* __restrict__ w, const float* __restrict__ rstd,
-                               __nv_bfloat16* __restrict__ dx, float* __restrict__ partial, int64_t N, int H) {
+                               __nv_bfloat16* __restrict__ dx, float* __restrict__ partial, int64_t N, int H,
+                               const __nv_bfloat16* __restrict__ residual, float* __restrict__ amax) {
+  int m = 0;
   const int nv = H / kVec;
   float dw[kMaxChunks][kVec];
 #pragma unroll
@@ -100,6 +128,13 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
         const float n = bf(a.v[k]) * r;
         o.v[k] = tobf(r * (bf(g.v[k]) * bf(ww.v[k]) - n * mean));
       }
+      if (residual) {  // dx + residual, rounded as the separate bf16 add rounded it
+        const Vec8 res = reinterpret_cast<const Vec8*>(residual + row * H)[i];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(o.v[k]) + bf(res.v[k]));
+      }
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) m = amax_step(m, bf(o.v[k]));
       dr[i] = o;
     }
   }
@@ -110,13 +145,15 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
 #pragma unroll
     for (int k = 0; k < kVec; ++k) partial[static_cast<int64_t>(blockIdx.x) * H + i * kVec + k] = dw[c][k];
   }
+  if (amax) block_amax_into(m, amax);
 }
 
 __device__ __forceinline__ float silu_f(float g) { return g / (1.f + __expf(-g)); }
 
 __global__ void swiglu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfloat16* __restrict__ a, int64_t N,
-                                  int I) {
+                                  int I, float* __restrict__ amax) {
   const int nv = I / kVec;
+  int m = 0;
   const int64_t total = N * nv;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -126,14 +163,19 @@ __global__ void swiglu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfl
     const Vec8 u = reinterpret_cast<const Vec8*>(gu + row * 2 * I + I)[col];
     Vec8 o;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(tobf(silu_f(bf(g.v[k])))) * bf(u.v[k]));
+    for (int k = 0; k < kVec; ++k) {
+      o.v[k] = tobf(bf(tobf(silu_f(bf(g.v[k])))) * bf(u.v[k]));
+      m = amax_step(m, bf(o.v[k]));
+    }
     reinterpret_cast<Vec8*>(a + row * I)[col] = o;
   }
+  if (amax) block_amax_into(m, amax);
 }
 
 __global__ void swiglu_bwd_kernel(const __nv_bfloat16* __restrict__ gu, const __nv_bfloat16* __restrict__ da,
-                                  __nv_bfloat16* __restrict__ dgu, int64_t N, int I) {
+                                  __nv_bfloat16* __restrict__ dgu, int64_t N, int I, float* __restrict__ amax) {
   const int nv = I / kVec;
+  int m = 0;
   const int64_t total = N * nv;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -149,25 +191,34 @@ __global__ void swiglu_bwd_kernel(const __nv_bfloat16* __restrict__ gu, const __
       const float sig = 1.f / (1.f + __expf(-gf));
       og.v[k] = tobf(df * uf * sig * (1.f + gf * (1.f - sig)));
       ou.v[k] = tobf(df * gf * sig);
+      m = amax_step(amax_step(m, bf(og.v[k])), bf(ou.v[k]));
     }
     reinterpret_cast<Vec8*>(dgu + row * 2 * I)[col] = og;
     reinterpret_cast<Vec8*>(dgu + row * 2 * I + I)[col] = ou;
   }
+  if (amax) block_amax_into(m, amax);
 }
 
-// One thread per (row, q-or-k head, pair index i < hd/2): rotates (x[i], x[i + hd/2]).
+// One thread per (row, q-or-k head, pair index i < hd/2): rotates (x[i], x[i + hd/2]). With amax set, the
+// threads also walk the v heads (heads up to all_heads; read only) and amax gets the whole row's max |value|.
 __global__ void rope_kernel(__nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ cos,
                             const __nv_bfloat16* __restrict__ sin, int64_t N, int heads, int hd, int64_t row_stride,
-                            bool inverse) {
+                            bool inverse, int all_heads, float* __restrict__ amax) {
   const int half = hd / 2;
-  const int64_t total = N * heads * half;
+  const int walk = amax ? all_heads : heads;
+  const int64_t total = N * walk * half;
+  int m = 0;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int i = static_cast<int>(idx % half);
     const int64_t rh = idx / half;
-    const int h = static_cast<int>(rh % heads);
-    const int64_t row = rh / heads;
+    const int h = static_cast<int>(rh % walk);
+    const int64_t row = rh / walk;
     __nv_bfloat16* p = qkv + row * row_stride + static_cast<int64_t>(h) * hd;
+    if (h >= heads) {  // a v head: not rotated
+      m = amax_step(amax_step(m, bf(p[i])), bf(p[i + half]));
+      continue;
+    }
     const float c1 = bf(cos[row * hd + i]), c2 = bf(cos[row * hd + i + half]);
     const float s1 = bf(sin[row * hd + i]), s2 = bf(sin[row * hd + i + half]);
     const float x1 = bf(p[i]), x2 = bf(p[i + half]);
@@ -181,7 +232,9 @@ __global__ void rope_kernel(__nv_bfloat16* __restrict__ qkv, const __nv_bfloat16
     }
     p[i] = tobf(o1);
     p[i + half] = tobf(o2);
+    m = amax_step(amax_step(m, bf(p[i])), bf(p[i + half]));
   }
+  if (amax) block_amax_into(m, amax);
 }
 
 // One block per row of logits: pass 1 finds the row's log-sum-exp online (max and scaled sum in fp32) and
@@ -245,6 +298,13 @@ void need(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("air-train CUDA kernel: ") + what);
 }
 
+// The FP8 amax slot an op folds into: undefined (none) or one contiguous fp32 element on x's device.
+float* amax_ptr(const at::Tensor& amax) {
+  if (!amax.defined()) return nullptr;
+  need(amax.scalar_type() == at::kFloat && amax.numel() == 1 && amax.is_cuda(), "amax slot: one fp32 element on CUDA");
+  return amax.data_ptr<float>();
+}
+
 int grid_for(int64_t work) {
   const int64_t blocks = (work + kThreads - 1) / kThreads;
   const int64_t cap = static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 16;
@@ -253,7 +313,8 @@ int grid_for(int64_t work) {
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x_in, const at::Tensor& weight, double eps) {
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x_in, const at::Tensor& weight, double eps,
+                                                const at::Tensor& amax) {
   at::Tensor x = x_in.contiguous();
   const int64_t H = x.size(-1), N = x.numel() / H;
   need(H % kVec == 0 && weight.is_contiguous() && weight.numel() == H, "rms_norm_fwd shape");
@@ -261,14 +322,19 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x_in, const at
   at::Tensor rstd = at::empty({N}, x.options().dtype(at::kFloat));
   if (N == 0) return {y, rstd};
   rms_fwd_kernel<<<static_cast<unsigned>(N), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      cptr(x), cptr(weight), mptr(y), rstd.data_ptr<float>(), static_cast<int>(H), static_cast<float>(eps));
+      cptr(x), cptr(weight), mptr(y), rstd.data_ptr<float>(), static_cast<int>(H), static_cast<float>(eps),
+      amax_ptr(amax));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {y, rstd};
 }
 
 at::Tensor rms_norm_bwd(const at::Tensor& dy_in, const at::Tensor& x_in, const at::Tensor& weight,
-                        const at::Tensor& rstd, const at::Tensor& dweight) {
+                        const at::Tensor& rstd, const at::Tensor& dweight, const at::Tensor& residual_in,
+                        const at::Tensor& amax) {
   at::Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
+  at::Tensor residual = residual_in.defined() ? residual_in.contiguous() : residual_in;
+  need(!residual.defined() || (residual.scalar_type() == at::kBFloat16 && residual.numel() == x.numel()),
+       "rms_norm_bwd residual");
   const int64_t H = x.size(-1), N = x.numel() / H;
   need(H % kVec == 0 && H <= static_cast<int64_t>(kMaxChunks) * kThreads * kVec, "rms_norm_bwd hidden size");
   at::Tensor dx = at::empty_like(x);
@@ -278,13 +344,13 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy_in, const at::Tensor& x_in, const a
   at::Tensor partial = at::empty({blocks, H}, x.options().dtype(at::kFloat));
   rms_bwd_kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
       cptr(dy), cptr(x), cptr(weight), rstd.data_ptr<float>(), mptr(dx), partial.data_ptr<float>(), N,
-      static_cast<int>(H));
+      static_cast<int>(H), residual.defined() ? cptr(residual) : nullptr, amax_ptr(amax));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   dweight.add_(partial.sum(0).to(dweight.scalar_type()));
   return dx;
 }
 
-at::Tensor swiglu_fwd(const at::Tensor& gu_in) {
+at::Tensor swiglu_fwd(const at::Tensor& gu_in, const at::Tensor& amax) {
   at::Tensor gu = gu_in.contiguous();
   const int64_t I = gu.size(-1) / 2, N = gu.numel() / (2 * I);
   need(I % kVec == 0, "swiglu width");
@@ -293,19 +359,19 @@ at::Tensor swiglu_fwd(const at::Tensor& gu_in) {
   at::Tensor a = at::empty(sizes, gu.options());
   if (N == 0) return a;
   swiglu_fwd_kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      cptr(gu), mptr(a), N, static_cast<int>(I));
+      cptr(gu), mptr(a), N, static_cast<int>(I), amax_ptr(amax));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return a;
 }
 
-at::Tensor swiglu_bwd(const at::Tensor& gu_in, const at::Tensor& da_in) {
+at::Tensor swiglu_bwd(const at::Tensor& gu_in, const at::Tensor& da_in, const at::Tensor& amax) {
   at::Tensor gu = gu_in.contiguous(), da = da_in.contiguous();
   const int64_t I = gu.size(-1) / 2, N = gu.numel() / (2 * I);
   need(I % kVec == 0 && da.numel() == N * I, "swiglu_bwd shape");
   at::Tensor dgu = at::empty_like(gu);
   if (N == 0) return dgu;
   swiglu_bwd_kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      cptr(gu), cptr(da), mptr(dgu), N, static_cast<int>(I));
+      cptr(gu), cptr(da), mptr(dgu), N, static_cast<int>(I), amax_ptr(amax));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return dgu;
 }
@@ -323,15 +389,16 @@ at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets_
 }
 
 void rope_(at::Tensor& qkv, const at::Tensor& cos_in, const at::Tensor& sin_in, int64_t nh, int64_t nkv, int64_t hd,
-           bool inverse) {
+           bool inverse, const at::Tensor& amax) {
   need(qkv.dim() == 2 && qkv.stride(1) == 1 && qkv.size(1) == (nh + 2 * nkv) * hd, "rope qkv layout");
   at::Tensor cos = cos_in.contiguous().to(at::kBFloat16), sin = sin_in.contiguous().to(at::kBFloat16);
   const int64_t N = qkv.size(0);
   need(cos.numel() == N * hd && sin.numel() == N * hd, "rope cos/sin shape");
   if (N == 0) return;
-  const int heads = static_cast<int>(nh + nkv);
-  rope_kernel<<<grid_for(N * heads * (hd / 2)), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      mptr(qkv), cptr(cos), cptr(sin), N, heads, static_cast<int>(hd), qkv.stride(0), inverse);
+  const int heads = static_cast<int>(nh + nkv), all_heads = static_cast<int>(nh + 2 * nkv);
+  float* am = amax_ptr(amax);
+  rope_kernel<<<grid_for(N * (am ? all_heads : heads) * (hd / 2)), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      mptr(qkv), cptr(cos), cptr(sin), N, heads, static_cast<int>(hd), qkv.stride(0), inverse, all_heads, am);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -8,13 +8,15 @@
 
 namespace air::train::ops::cuda {
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps);
+// amax (undefined = none): one fp32 element the op folds the max |output| into (trainer/model/ops.h).
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
+                                                const at::Tensor& amax);
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
-                        const at::Tensor& dweight);
-at::Tensor swiglu_fwd(const at::Tensor& gu);
-at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da);
+                        const at::Tensor& dweight, const at::Tensor& residual, const at::Tensor& amax);
+at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax);
+at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax);
 at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale);
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
-           bool inverse);
+           bool inverse, const at::Tensor& amax);
 
 }  // namespace air::train::ops::cuda

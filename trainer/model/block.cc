@@ -103,27 +103,46 @@ bool fp8_usable(const Dims& d, const at::Tensor& h, const Fp8Block* q) {
   return fp8::shapes_ok(h.size(0), d.H, d.W) && fp8::shapes_ok(d.q, d.I, 2 * d.I);
 }
 
+// FP8 tensorwise: where the ops that produce the linears' inputs write their amax (trainer/model/ops.h), so
+// the cast needs no pass of its own for it. One zeroed fp32 buffer per block call (one launch); slot(i) is
+// undefined (no amax folded anywhere) for bf16 and rowwise.
+struct AmaxSlots {
+  at::Tensor buf;
+  AmaxSlots(const Fp8Block* q, const at::Tensor& like, int64_t n) {
+    if (q && q->scaling == fp8::Scaling::kTensorwise) buf = at::zeros({n}, like.options().dtype(at::kFloat));
+  }
+  at::Tensor slot(int64_t i) const { return buf.defined() ? buf.select(0, i) : at::Tensor(); }
+};
+
+// x quantised for an FP8 linear: with its producer's amax (tensorwise) or with the amax taken now.
+fp8::Quantized quantize_input(const at::Tensor& x, const Fp8Block* q, const at::Tensor& amax, bool cols) {
+  if (amax.defined()) return fp8::quantize_amax(x, amax, /*rows=*/true, cols);
+  return fp8::quantize(x, q->scaling, /*rows=*/true, cols);
+}
+
 // y = x @ W^T (+ residual). In FP8 (q set) x is quantised once into both operands: `rows` for this GEMM and
-// the transposed `cols` that W's gradient takes in backward, kept in *keep_t when given.
+// the transposed `cols` that W's gradient takes in backward, kept in *keep_t when given. amax: x's, from
+// its producer (or undefined).
 at::Tensor linear_fwd(const at::Tensor& x, const at::Tensor& w, const fp8::Weight* qw, const Fp8Block* q,
-                      const at::Tensor& residual, fp8::Operand* keep_t) {
+                      const at::Tensor& residual, fp8::Operand* keep_t, const at::Tensor& amax = {}) {
   if (!qw) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
-  fp8::Quantized xq = fp8::quantize(x, q->scaling, /*rows=*/true, /*cols=*/keep_t != nullptr);
+  fp8::Quantized xq = quantize_input(x, q, amax, /*cols=*/keep_t != nullptr);
   at::Tensor y = fp8::mm_nt(xq.rows, qw->rows, x.scalar_type(), /*fast_accum=*/true);
   if (keep_t) *keep_t = std::move(xq.cols);
   return residual.defined() ? y.add_(residual) : y;
 }
 
 // Given dy = d(x @ W^T): returns dx = dy @ W and adds dW = dy^T @ x into gw. bf16 reads the saved x; FP8
-// quantises dy once into both operands and reads x's saved transposed operand xt.
+// quantises dy once into both operands (with dy's amax from its producer when given) and reads x's saved
+// transposed operand xt.
 at::Tensor linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& gw, const at::Tensor& x,
-                      const fp8::Weight* qw, const Fp8Block* q, const fp8::Operand& xt) {
+                      const fp8::Weight* qw, const Fp8Block* q, const fp8::Operand& xt, const at::Tensor& amax = {}) {
   if (!qw) {
     at::Tensor dx = at::mm(dy, w);
     gw.addmm_(dy.t(), x);
     return dx;
   }
-  fp8::Quantized dq = fp8::quantize(dy, q->scaling, true, true);
+  fp8::Quantized dq = quantize_input(dy, q, amax, /*cols=*/true);
   at::Tensor dx = fp8::mm_nt(dq.rows, qw->cols, dy.scalar_type(), /*fast_accum=*/false);
   if (q->grads_zero) {
     at::Tensor out = gw;
@@ -229,16 +248,20 @@ at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor&
   BlockSaved local;
   BlockSaved& s = saved ? *saved : local;
   const bool keep = saved != nullptr;
-  auto [xn, rstd1] = ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps);
-  at::Tensor qkv = linear_fwd(xn, w.qkv, q ? &q->qkv : nullptr, q, at::Tensor(), keep ? &s.q_xn : nullptr);
+  // FP8 tensorwise: RMSNorm and SwiGLU fold their outputs' amax into these slots (xn, yn, a). Attention's
+  // output comes from the library's kernel: its amax is taken in quantize (one reduction).
+  const AmaxSlots am(q, h, 3);
+  auto [xn, rstd1] = ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps, am.slot(0));
+  at::Tensor qkv =
+      linear_fwd(xn, w.qkv, q ? &q->qkv : nullptr, q, at::Tensor(), keep ? &s.q_xn : nullptr, am.slot(0));
   ops::rope_(qkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/false);
   at::Tensor attn = attention_fwd(d, qkv, plan, s);
   // h + attn @ o^T: the residual add in the GEMM's epilogue (bf16) or after it (FP8).
   at::Tensor h1 = linear_fwd(attn, w.o, q ? &q->o : nullptr, q, h, keep ? &s.q_attn : nullptr);
-  auto [yn, rstd2] = ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps);
-  at::Tensor gu = linear_fwd(yn, w.gu, q ? &q->gu : nullptr, q, at::Tensor(), keep ? &s.q_yn : nullptr);
-  at::Tensor a = ops::swiglu_fwd(gu);
-  at::Tensor out = linear_fwd(a, w.down, q ? &q->down : nullptr, q, h1, keep ? &s.q_a : nullptr);
+  auto [yn, rstd2] = ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps, am.slot(1));
+  at::Tensor gu = linear_fwd(yn, w.gu, q ? &q->gu : nullptr, q, at::Tensor(), keep ? &s.q_yn : nullptr, am.slot(1));
+  at::Tensor a = ops::swiglu_fwd(gu, am.slot(2));
+  at::Tensor out = linear_fwd(a, w.down, q ? &q->down : nullptr, q, h1, keep ? &s.q_a : nullptr, am.slot(2));
   if (saved) {
     s.rstd1 = rstd1;
     s.h1 = h1;
@@ -255,28 +278,35 @@ at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor&
 }
 
 at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& g, const at::Tensor& h,
-                     BlockSaved& s, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8) {
+                     BlockSaved& s, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8,
+                     at::Tensor* grad_amax) {
   const Dims d = dims(c);
   const Fp8Block* q = fp8_usable(d, h, fp8) ? fp8 : nullptr;
   if (s.empty()) throw Error("block_bwd: the block's activations were not saved");
+  // FP8 tensorwise: the gradients' amax from the ops that write them (dgu, dh1, dqkv, and dh for the block
+  // below); dout's from the caller when the block above computed it.
+  const AmaxSlots am(q, h, 4);
+  const at::Tensor dout_amax = am.buf.defined() && grad_amax ? *grad_amax : at::Tensor();
   // MLP: out = h1 + swiglu(yn @ gu^T) @ down^T.
-  at::Tensor da = linear_bwd(dout, w.down, g.down, s.a, q ? &q->down : nullptr, q, s.q_a);
+  at::Tensor da = linear_bwd(dout, w.down, g.down, s.a, q ? &q->down : nullptr, q, s.q_a, dout_amax);
   s.a = at::Tensor();
   s.q_a = {};
-  at::Tensor dgu = ops::swiglu_bwd(s.gu, da);
+  at::Tensor dgu = ops::swiglu_bwd(s.gu, da, am.slot(0));
   da = at::Tensor();
   s.gu = at::Tensor();
-  at::Tensor dyn = linear_bwd(dgu, w.gu, g.gu, s.yn, q ? &q->gu : nullptr, q, s.q_yn);
+  at::Tensor dyn = linear_bwd(dgu, w.gu, g.gu, s.yn, q ? &q->gu : nullptr, q, s.q_yn, am.slot(0));
   dgu = at::Tensor();
-  at::Tensor dh1 = ops::rms_norm_bwd(dyn, s.h1, w.ln2, s.rstd2, g.ln2).add_(dout);
+  // The residual's gradient (+ dout) added in the RMSNorm backward's kernel.
+  at::Tensor dh1 = ops::rms_norm_bwd(dyn, s.h1, w.ln2, s.rstd2, g.ln2, dout, am.slot(1));
   // Attention: h1 = h + attn @ o^T.
-  at::Tensor dattn = linear_bwd(dh1, w.o, g.o, s.attn, q ? &q->o : nullptr, q, s.q_attn);
+  at::Tensor dattn = linear_bwd(dh1, w.o, g.o, s.attn, q ? &q->o : nullptr, q, s.q_attn, am.slot(1));
   at::Tensor dqkv = attention_bwd(d, dattn, plan, s);
   dattn = at::Tensor();
-  ops::rope_(dqkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/true);
-  at::Tensor dxn = linear_bwd(dqkv, w.qkv, g.qkv, s.xn, q ? &q->qkv : nullptr, q, s.q_xn);
-  at::Tensor dh = ops::rms_norm_bwd(dxn, h, w.ln1, s.rstd1, g.ln1).add_(dh1);
+  ops::rope_(dqkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/true, am.slot(2));
+  at::Tensor dxn = linear_bwd(dqkv, w.qkv, g.qkv, s.xn, q ? &q->qkv : nullptr, q, s.q_xn, am.slot(2));
+  at::Tensor dh = ops::rms_norm_bwd(dxn, h, w.ln1, s.rstd1, g.ln1, dh1, am.slot(3));
   s.clear();
+  if (grad_amax) *grad_amax = am.slot(3);
   return dh;
 }
 

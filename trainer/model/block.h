@@ -64,9 +64,12 @@ at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor&
                      BlockSaved* saved, const Fp8Block* fp8 = nullptr);
 // dout: gradient of the block's output. Adds the weight gradients into `g` (views of a flat gradient
 // buffer in the compute dtype), frees `saved`, and returns the gradient of the block's input h.
-// `fp8` must be what block_fwd saw.
+// `fp8` must be what block_fwd saw. grad_amax (FP8 tensorwise; optional): on entry, when defined, max |dout|
+// as the block above computed it (one fp32 element), so dout's cast needs no amax pass; on return, the
+// returned gradient's amax (undefined where none was computed). Pass the same variable down the blocks.
 at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& g, const at::Tensor& h,
-                     BlockSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8 = nullptr);
+                     BlockSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8 = nullptr,
+                     at::Tensor* grad_amax = nullptr);
 // Bytes a block keeps for backward at N tokens (what block_fwd saves), for choosing recomputation.
 int64_t block_saved_bytes(const LlamaConfig& c, int64_t tokens, int64_t elem_size);
 

@@ -61,26 +61,18 @@ bool kernel_takes(const at::Tensor& x, bool nat) {
 #endif
 }
 
-Quantized quantize_kernel(const at::Tensor& x, Scaling s, bool rows, bool cols) {
+// Rowwise through the fused cast (tensorwise goes through quantize_amax).
+Quantized quantize_kernel_rowwise(const at::Tensor& x, bool rows, bool cols) {
   Quantized q;
 #if AIR_FP8_KERNEL
   at::Tensor rscale, cscale;
-  if (s == Scaling::kTensorwise) {
-    rscale = cscale = kE4m3Max / amax_of(x, -1);
-  } else {
-    if (rows) rscale = kE4m3Max / amax_of(x, 1);  // [R, 1]
-    if (cols) cscale = kE4m3Max / amax_of(x, 0);  // [1, C]
-  }
+  if (rows) rscale = kE4m3Max / amax_of(x, 1);  // [R, 1]
+  if (cols) cscale = kE4m3Max / amax_of(x, 0);  // [1, C]
   auto [r, c] = cuda::fp8_cast(x, rscale, cscale, rows, cols);
   if (rows) q.rows = {r, rscale.reciprocal()};
-  if (cols) {
-    at::Tensor inv = s == Scaling::kRowwise ? cscale.reciprocal().t().contiguous()  // [C, 1]
-                     : rows                 ? q.rows.scale_inv
-                                            : cscale.reciprocal();
-    q.cols = {c, inv};
-  }
+  if (cols) q.cols = {c, cscale.reciprocal().t().contiguous()};  // [C, 1]
 #else
-  (void)x, (void)s, (void)rows, (void)cols;
+  (void)x, (void)rows, (void)cols;
 #endif
   return q;
 }
@@ -119,18 +111,33 @@ at::Tensor round_to_e4m3(const at::Tensor& x) {
   return r * x.sign();
 }
 
-Quantized quantize(const at::Tensor& x, Scaling s, bool rows, bool cols) {
+Quantized quantize_amax(const at::Tensor& x, const at::Tensor& amax, bool rows, bool cols) {
   const bool nat = native(x);
-  if (kernel_takes(x, nat)) return quantize_kernel(x, s, rows, cols);
   Quantized q;
-  if (s == Scaling::kTensorwise) {
-    at::Tensor scale = kE4m3Max / amax_of(x, -1);
-    at::Tensor inv = scale.reciprocal();
-    at::Tensor d = cast(x, scale, nat);
-    if (rows) q.rows = {d, inv};
-    if (cols) q.cols = {d.t().contiguous(), inv};  // a one-byte transpose when native
+#if AIR_FP8_KERNEL
+  if (kernel_takes(x, nat) && amax.is_cuda()) {
+    auto [r, c, inv] = cuda::fp8_cast_amax(x, amax, rows, cols);
+    if (rows) q.rows = {r, inv};
+    if (cols) q.cols = {c, inv};
     return q;
   }
+#endif
+  // fill(448) / amax in fp32 (ATen's scalar / tensor), then its reciprocal: the kernel's arithmetic.
+  at::Tensor scale = kE4m3Max / amax.to(at::kFloat).reshape({}).clamp_min(1e-12);
+  at::Tensor inv = scale.reciprocal();
+  at::Tensor d = cast(x, scale, nat);
+  if (rows) q.rows = {d, inv};
+  if (cols) q.cols = {d.t().contiguous(), inv};  // a one-byte transpose when native
+  return q;
+}
+
+Quantized quantize(const at::Tensor& x, Scaling s, bool rows, bool cols) {
+  // Tensorwise: the amax here, then the same cast as for an amax from x's producer.
+  if (s == Scaling::kTensorwise)
+    return quantize_amax(x, at::linalg_vector_norm(x, INFINITY, c10::nullopt, false, at::kFloat), rows, cols);
+  const bool nat = native(x);
+  if (kernel_takes(x, nat)) return quantize_kernel_rowwise(x, rows, cols);
+  Quantized q;
   if (rows) {
     at::Tensor scale = kE4m3Max / amax_of(x, 1);  // [R, 1]
     q.rows = {cast(x, scale, nat), scale.reciprocal()};

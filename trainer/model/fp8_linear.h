@@ -32,6 +32,13 @@ struct Quantized {
 // `rows` and/or `cols` as asked.
 Quantized quantize(const at::Tensor& x, Scaling s, bool rows, bool cols);
 
+// Tensorwise current scaling with x's amax computed before (max |x|, fp32, one element on x's device):
+// what the op that produced x folded into a slot as it wrote x (trainer/model/ops.h), so no pass reads x
+// only for its amax. scale = 448 / max(amax, 1e-12); the same bytes and scales as quantize(x, kTensorwise)
+// when amax is max |x| (quantize is this with the amax taken here). On CUDA one kernel computes the scale
+// and writes both copies.
+Quantized quantize_amax(const at::Tensor& x, const at::Tensor& amax, bool rows, bool cols);
+
 // a [M, K] and b [N, K] (both row-major, K reduced): returns a @ b^T [M, N] in out_dtype, dequantised.
 // fast_accum: Hopper's faster fp8 accumulation (the forward GEMMs; gradients take the exact one).
 at::Tensor mm_nt(const Operand& a, const Operand& b, at::ScalarType out_dtype, bool fast_accum);

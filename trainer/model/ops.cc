@@ -2,6 +2,7 @@
 #include "trainer/model/ops.h"
 
 #include <atomic>
+#include <cmath>
 
 #ifndef AIR_TRAIN_CUDA_KERNELS
 #define AIR_TRAIN_CUDA_KERNELS 0
@@ -27,23 +28,34 @@ bool kernels_for(const at::Tensor& t) {
 
 }  // namespace
 
+void fold_amax(const at::Tensor& amax, const at::Tensor& x) {
+  if (!amax.defined()) return;
+  if (x.numel() == 0) return;
+  // amax of the stored values, exact in fp32 (every bf16 value is an fp32 value); NaN propagates.
+  at::Tensor m = at::linalg_vector_norm(x, INFINITY, c10::nullopt, false, at::kFloat);
+  amax.copy_(at::maximum(amax, m));  // maximum propagates NaN
+}
+
 bool have_cuda_kernels() { return AIR_TRAIN_CUDA_KERNELS != 0; }
 void set_use_cuda_kernels(bool on) { g_use_kernels = on; }
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps) {
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
+                                                const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_fwd(x, weight, eps);
+  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_fwd(x, weight, eps, amax);
 #endif
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor rstd = at::rsqrt(xf.pow(2).mean(-1) + eps);
-  at::Tensor y = weight * (xf * rstd.unsqueeze(-1)).to(x.scalar_type());
-  return {y.to(x.scalar_type()), rstd};
+  at::Tensor y = (weight * (xf * rstd.unsqueeze(-1)).to(x.scalar_type())).to(x.scalar_type());
+  fold_amax(amax, y);
+  return {y, rstd};
 }
 
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
-                        const at::Tensor& dweight) {
+                        const at::Tensor& dweight, const at::Tensor& residual, const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_bwd(dy, x, weight, rstd, dweight);
+  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16)
+    return cuda::rms_norm_bwd(dy, x, weight, rstd, dweight, residual, amax);
 #endif
   // n = x * rstd; y = w * n. dw = sum(dy * n); dn = dy * w; dx = rstd * (dn - n * mean(dn * n)).
   at::Tensor r = rstd.unsqueeze(-1);
@@ -51,21 +63,25 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Ten
   at::Tensor dyf = dy.to(at::kFloat);
   dweight.add_((dyf * n.to(x.scalar_type()).to(at::kFloat)).sum(0).to(dweight.scalar_type()));
   at::Tensor dn = dyf * weight.to(at::kFloat);
-  at::Tensor dx = r * (dn - n * (dn * n).mean(-1, true));
-  return dx.to(x.scalar_type());
+  at::Tensor dx = (r * (dn - n * (dn * n).mean(-1, true))).to(x.scalar_type());
+  if (residual.defined()) dx.add_(residual);
+  fold_amax(amax, dx);
+  return dx;
 }
 
-at::Tensor swiglu_fwd(const at::Tensor& gu) {
+at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(gu)) return cuda::swiglu_fwd(gu);
+  if (kernels_for(gu)) return cuda::swiglu_fwd(gu, amax);
 #endif
   const int64_t I = gu.size(-1) / 2;
-  return at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
+  at::Tensor a = at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
+  fold_amax(amax, a);
+  return a;
 }
 
-at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da) {
+at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(gu)) return cuda::swiglu_bwd(gu, da);
+  if (kernels_for(gu)) return cuda::swiglu_bwd(gu, da, amax);
 #endif
   const int64_t I = gu.size(-1) / 2;
   at::Tensor g = gu.narrow(-1, 0, I).to(at::kFloat), u = gu.narrow(-1, I, I).to(at::kFloat);
@@ -74,7 +90,9 @@ at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da) {
   at::Tensor silu = g * sig;
   at::Tensor dg = daf * u * sig * (1 + g * (1 - sig));
   at::Tensor du = daf * silu;
-  return at::cat({dg, du}, -1).to(gu.scalar_type());
+  at::Tensor dgu = at::cat({dg, du}, -1).to(gu.scalar_type());
+  fold_amax(amax, dgu);
+  return dgu;
 }
 
 at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale) {
@@ -96,9 +114,9 @@ at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets,
 }
 
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
-           bool inverse) {
+           bool inverse, const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(qkv)) return cuda::rope_(qkv, cos, sin, nh, nkv, hd, inverse);
+  if (kernels_for(qkv)) return cuda::rope_(qkv, cos, sin, nh, nkv, hd, inverse, amax);
 #endif
   const int64_t N = qkv.size(0), half = hd / 2;
   // [N, nh + nkv, hd]: the q and k heads, rotated together.
@@ -119,6 +137,7 @@ void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_
     o2 = x2 * c2 - x1 * s1;
   }
   x.copy_(at::cat({o1, o2}, -1));
+  fold_amax(amax, qkv);
 }
 
 }  // namespace air::train::ops

@@ -9,23 +9,36 @@
 
 namespace air::train::ops {
 
+// FP8 (trainer/model/fp8_linear.h) needs the amax of a GEMM input before casting it; the ops that produce
+// those inputs compute it as they write them. `amax`, where an op takes one: undefined (none), or one fp32
+// element on the output's device, zero or a running max, into which the op folds max |output| (of the
+// values as stored, in the output's dtype). fp8::quantize_amax then casts with it.
+
 // y = weight * bf16(x * rstd), rstd = 1 / sqrt(mean(x^2) + eps) in fp32 (transformers' LlamaRMSNorm).
 // x: [N, H] contiguous, weight: [H]. Returns y (x's dtype) and rstd (fp32 [N]).
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps);
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
+                                                const at::Tensor& amax = {});
 // Given dy, returns dx (x's dtype) and adds the weight gradient into dweight (fp32 or weight's dtype, [H]).
+// With `residual` ([N, H], x's dtype) returns dx + residual (rounded once to x's dtype, then the add
+// rounded again: the same values as a separate add).
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
-                        const at::Tensor& dweight);
+                        const at::Tensor& dweight, const at::Tensor& residual = {}, const at::Tensor& amax = {});
 
 // gu: [N, 2I] = [gate | up] (one GEMM's output). Returns silu(gate) * up: [N, I].
-at::Tensor swiglu_fwd(const at::Tensor& gu);
+at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax = {});
 // Gradient of swiglu_fwd with respect to gu, given the output gradient da [N, I]: [N, 2I].
-at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da);
+at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax = {});
 
 // Rotates the q and k heads of a fused projection in place. qkv: [N, (nh + 2 * nkv) * hd] (q heads, then
 // k heads, then v heads; N = B * T rows), cos/sin: [N, hd] (the two halves repeated, as transformers).
-// inverse = true applies the transpose rotation (the backward of the forward rotation).
+// inverse = true applies the transpose rotation (the backward of the forward rotation). amax: of the whole
+// qkv after the rotation (v heads included).
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
-           bool inverse);
+           bool inverse, const at::Tensor& amax = {});
+
+// Folds max |x| (fp32) into the amax slot: the reference path's amax, and the one for inputs no op of ours
+// produces.
+void fold_amax(const at::Tensor& amax, const at::Tensor& x);
 
 // Cross-entropy forward and backward at once over a chunk of logits [n, V] (compute dtype, as the LM head's
 // GEMM writes them; the math in fp32, as transformers upcasts). targets: int64 [n], -100 = no target.

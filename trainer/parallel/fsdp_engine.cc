@@ -140,13 +140,14 @@ class FsdpEngine : public Engine {
         head_loss_fwd_bwd(c, h, root.norm, root.head, targets, loss_scale, groot.norm, groot.head, chunk_rows_);
     h = at::Tensor();
     at::Tensor dh = head.dh;
+    at::Tensor dh_amax;  // FP8: each block's input gradient's amax, handed to the block below (block.h)
     for (size_t l = L; l-- > 0;) {
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
       if (sharded && l > 0) fsdp_->prefetch(l);
       const Fp8Block* q = fp8_for(l, w);
       if (fp8_) fp8_blocks_[l].grads_zero = first_micro_batch_;
       if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l], q);
-      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan, q);
+      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan, q, &dh_amax);
       if (sharded && fp8_) fp8_blocks_[l] = Fp8Block();
       inputs[l] = at::Tensor();
       fsdp_->reduce_grad(1 + l);
