@@ -270,7 +270,7 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
                    parse_size(c.max_shard_size), s.model_dir, p.tokenizer_path};
   if (c.save && s.rank == 0) check_output_dir(c.output_dir);
 
-  auto engine = make_engine ? make_engine(s) : make_fsdp_engine(s);
+  auto engine = make_engine ? make_engine(s) : c.lora.enabled ? make_lora_engine(s) : make_fsdp_engine(s);
   log << "engine: " << engine->describe() << "\n" << std::flush;
   StepReporter reporter(c, s.rank, log);
 
