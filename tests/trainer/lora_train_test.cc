@@ -24,6 +24,7 @@
 #include "trainer/model/model.h"
 #include "trainer/trainer.h"
 
+// REQUIRE, not CHECK: libtorch's c10 logging headers redefine CHECK (a fatal log), which Catch would not count.
 using namespace air::train;
 namespace fs = std::filesystem;
 
@@ -84,23 +85,23 @@ TEST_CASE("lora config: the block reads PEFT's names; bad values are located err
   TrainConfig c;
   apply_yaml(c, "model_name: m\nlora:\n  r: 8\n  alpha: 16\n  target_modules: [v_proj, q_proj]\n  merge: true\n",
              "train.yaml");
-  CHECK(c.lora.enabled);
-  CHECK(c.lora.r == 8);
-  CHECK(c.lora.scaling() == 2.0);
-  CHECK((c.lora.target_modules == std::vector<std::string>{"q_proj", "v_proj"}));  // canonical order
-  CHECK(c.lora.merge);
-  CHECK(c.origin["lora"] == "train.yaml:2");
+  REQUIRE(c.lora.enabled);
+  REQUIRE(c.lora.r == 8);
+  REQUIRE(c.lora.scaling() == 2.0);
+  REQUIRE((c.lora.target_modules == std::vector<std::string>{"q_proj", "v_proj"}));  // canonical order
+  REQUIRE(c.lora.merge);
+  REQUIRE(c.origin["lora"] == "train.yaml:2");
   apply_override(c, "lora.target_modules=all-linear");
-  CHECK(c.lora.target_modules.size() == 7);
+  REQUIRE(c.lora.target_modules.size() == 7);
   apply_override(c, "lora.r=32");
-  CHECK(c.lora.r == 32);
-  CHECK(render_config(c).find("lora ") != std::string::npos);
+  REQUIRE(c.lora.r == 32);
+  REQUIRE(render_config(c).find("lora ") != std::string::npos);
   TrainConfig off;
   CHECK_FALSE(off.lora.enabled);
   apply_yaml(off, "lora: {}\n", "t.yaml");  // an empty block: PEFT's defaults
-  CHECK(off.lora.enabled);
-  CHECK(off.lora.r == 16);
-  CHECK(off.lora.target_modules.size() == 7);
+  REQUIRE(off.lora.enabled);
+  REQUIRE(off.lora.r == 16);
+  REQUIRE(off.lora.target_modules.size() == 7);
 
   std::string e = config_error("lora:\n  r: 8\n  rank: 4\n");
   CHECK_THAT(e, Catch::Contains("train.yaml:3:3: error: unknown key 'lora.rank'") && Catch::Contains("lora takes: r"));
@@ -131,11 +132,11 @@ TEST_CASE("lora config: the example workload's parameters read as a LoRA configu
   TrainConfig c;
   apply_yaml(c, em.c_str(), path);
   validate(c);
-  CHECK(c.lora.enabled);
-  CHECK(c.lora.r == 16);
-  CHECK(c.lora.alpha == 32);
-  CHECK(c.lora.target_modules.size() == 7);
-  CHECK(c.model_name == "meta-llama/Llama-3.1-8B");
+  REQUIRE(c.lora.enabled);
+  REQUIRE(c.lora.r == 16);
+  REQUIRE(c.lora.alpha == 32);
+  REQUIRE(c.lora.target_modules.size() == 7);
+  REQUIRE(c.model_name == "meta-llama/Llama-3.1-8B");
 }
 
 TEST_CASE("lora train: only the adapters move; PEFT's files and key names; merge = base + (alpha / r) B A") {
@@ -148,8 +149,8 @@ TEST_CASE("lora train: only the adapters move; PEFT's files and key names; merge
   TrainResult r = run_training(c, log);
   INFO(log.str());
   REQUIRE(r.losses.size() == 6);
-  CHECK(r.losses[5] < r.losses[0]);
-  CHECK(log.str().find("lora engine: r 4") != std::string::npos);
+  REQUIRE(r.losses[5] < r.losses[0]);
+  REQUIRE(log.str().find("lora engine: r 4") != std::string::npos);
 
   // Step 1 from B = 0 is the base model's loss: the full fine-tuning reference engine (autograd) agrees.
   TrainConfig full = tiny((dir / "full").string());
@@ -158,7 +159,7 @@ TEST_CASE("lora train: only the adapters move; PEFT's files and key names; merge
   full.save = false;
   std::ostringstream flog;
   TrainResult fr = run_training(full, flog, air::train::testing::make_reference_engine);
-  CHECK(r.losses[0] == Approx(fr.losses[0]).epsilon(1e-5));
+  REQUIRE(r.losses[0] == Approx(fr.losses[0]).epsilon(1e-5));
 
   // The adapter beside the merged weights, in PEFT's format.
   const fs::path out = dir / "out", ad = out / "adapter";
@@ -166,20 +167,20 @@ TEST_CASE("lora train: only the adapters move; PEFT's files and key names; merge
   REQUIRE(fs::exists(ad / "adapter_config.json"));
   CHECK_FALSE(fs::exists(out / "adapter_config.json"));  // transformers would apply it on top of the merged weights
   auto cfg = nlohmann::json::parse(slurp(ad / "adapter_config.json"));
-  CHECK(cfg["peft_type"] == "LORA");
-  CHECK(cfg["task_type"] == "CAUSAL_LM");
-  CHECK(cfg["r"] == 4);
-  CHECK(cfg["lora_alpha"] == 8);
-  CHECK(cfg["target_modules"] == nlohmann::json({"q_proj", "v_proj", "down_proj"}));
+  REQUIRE(cfg["peft_type"] == "LORA");
+  REQUIRE(cfg["task_type"] == "CAUSAL_LM");
+  REQUIRE(cfg["r"] == 4);
+  REQUIRE(cfg["lora_alpha"] == 8);
+  REQUIRE(cfg["target_modules"] == nlohmann::json({"q_proj", "v_proj", "down_proj"}));
   auto af = SafetensorsFile::open((ad / "adapter_model.safetensors").string());
   LlamaConfig mc = parse_llama_config(nlohmann::json::parse(slurp(out / "config.json")), "merged");
-  CHECK(af->entries().size() == static_cast<size_t>(mc.num_hidden_layers) * 3 * 2);
+  REQUIRE(af->entries().size() == static_cast<size_t>(mc.num_hidden_layers) * 3 * 2);
   const std::string k0 = "base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight";
   REQUIRE(af->contains(k0));
-  CHECK((af->get(k0).sizes().vec() == std::vector<int64_t>{mc.num_key_value_heads * mc.head_dim, 4}));
-  CHECK(af->get(k0).scalar_type() == at::kFloat);
-  CHECK(af->get(k0).abs().max().item<double>() > 0);  // B trained away from zero
-  CHECK(af->contains("base_model.model.model.layers.1.mlp.down_proj.lora_A.weight"));
+  REQUIRE((af->get(k0).sizes().vec() == std::vector<int64_t>{mc.num_key_value_heads * mc.head_dim, 4}));
+  REQUIRE(af->get(k0).scalar_type() == at::kFloat);
+  REQUIRE(af->get(k0).abs().max().item<double>() > 0);  // B trained away from zero
+  REQUIRE(af->contains("base_model.model.model.layers.1.mlp.down_proj.lora_A.weight"));
 
   // The merged checkpoint: untargeted tensors are the initial ones exactly (frozen), targeted ones are
   // base + scaling * B A with the saved adapter.
@@ -193,18 +194,18 @@ TEST_CASE("lora train: only the adapters move; PEFT's files and key names; merge
     const bool targeted = name.find("q_proj") != std::string::npos || name.find("v_proj") != std::string::npos ||
                           name.find("down_proj") != std::string::npos;
     if (!targeted) {
-      CHECK(at::equal(got, t));
+      REQUIRE(at::equal(got, t));
       ++frozen;
       continue;
     }
     const std::string stem = "base_model.model." + name.substr(0, name.size() - std::string(".weight").size());
     at::Tensor a = af->get(stem + ".lora_A.weight"), b = af->get(stem + ".lora_B.weight");
-    CHECK(at::allclose(got, t + 2.0 * at::mm(b, a), 1e-5, 1e-6));
+    REQUIRE(at::allclose(got, t + 2.0 * at::mm(b, a), 1e-5, 1e-6));
     CHECK_FALSE(at::equal(got, t));
     ++adapted;
   }
-  CHECK(adapted == 3 * mc.num_hidden_layers);
-  CHECK(frozen > adapted);
+  REQUIRE(adapted == 3 * mc.num_hidden_layers);
+  REQUIRE(frozen > adapted);
   fs::remove_all(dir);
 }
 
@@ -218,19 +219,51 @@ TEST_CASE("lora train: without merge output_dir holds only the adapter, replaced
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir / "out")) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  CHECK((files == std::vector<std::string>{"adapter_config.json", "adapter_model.safetensors"}));
+  REQUIRE((files == std::vector<std::string>{"adapter_config.json", "adapter_model.safetensors"}));
   auto af = SafetensorsFile::open((dir / "out" / "adapter_model.safetensors").string());
-  CHECK(af->entries().size() == 2u * 7u * 2u);  // 2 layers x 7 modules x (A, B)
-  CHECK(af->contains("base_model.model.model.layers.1.mlp.gate_proj.lora_A.weight"));
+  REQUIRE(af->entries().size() == 2u * 7u * 2u);  // 2 layers x 7 modules x (A, B)
+  REQUIRE(af->contains("base_model.model.model.layers.1.mlp.gate_proj.lora_A.weight"));
   // An earlier adapter is replaced; nothing else is left beside it.
   run_training(c, log);
-  for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename() == "out");
+  for (const auto& e : fs::directory_iterator(dir)) REQUIRE(e.path().filename() == "out");
   // A folder of the user's is refused before training.
   fs::create_directories(dir / "mine");
   std::ofstream(dir / "mine" / "notes.txt") << "keep";
   c.output_dir = (dir / "mine").string();
   REQUIRE_THROWS_WITH(run_training(c, log), Catch::Contains("is not an earlier checkpoint"));
-  CHECK(fs::exists(dir / "mine" / "notes.txt"));
+  REQUIRE(fs::exists(dir / "mine" / "notes.txt"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("lora train: recomputing every block and reducing once per step follow the same curve") {
+  at::set_num_threads(1);
+  const fs::path dir = temp_dir("modes");
+  auto run = [&](const std::string& ac, const std::string& sync) {
+    TrainConfig c = tiny((dir / "out").string());
+    c.max_steps = 4;
+    c.save = false;
+    c.activation_checkpointing = ac;
+    c.grad_sync = sync;
+    std::ostringstream log;
+    TrainResult r = run_training(c, log);
+    INFO(log.str());
+    REQUIRE(r.losses.size() == 4);
+    return r;
+  };
+  TrainResult plain = run("false", "micro_batch");
+  TrainResult recomputed = run("true", "micro_batch");
+  TrainResult once = run("false", "step");
+  int compared = 0;
+  for (size_t i = 0; i < plain.losses.size(); ++i) {
+    INFO("step " << i + 1);
+    REQUIRE(recomputed.losses[i] == Approx(plain.losses[i]).epsilon(1e-5));
+    REQUIRE(recomputed.grad_norms[i] == Approx(plain.grad_norms[i]).epsilon(1e-4));
+    REQUIRE(once.losses[i] == Approx(plain.losses[i]).epsilon(1e-5));
+    REQUIRE(once.grad_norms[i] == Approx(plain.grad_norms[i]).epsilon(1e-4));
+    ++compared;
+  }
+  REQUIRE(compared == 4);
+  REQUIRE(plain.losses[3] != plain.losses[0]);
   fs::remove_all(dir);
 }
 
@@ -282,7 +315,7 @@ TEST_CASE("lora train: world size 2 follows world size 1; a retried attempt resu
   REQUIRE(two.code == 0);
   for (int step = 1; step <= 6; ++step) {
     INFO("step " << step);
-    CHECK(std::abs(two.losses[step] - one.losses[step]) <= 1e-4 * std::abs(one.losses[step]));
+    REQUIRE(std::abs(two.losses[step] - one.losses[step]) <= 1e-4 * std::abs(one.losses[step]));
   }
   // Dies after step 3: resumes from step 2's checkpoint and continues the same curve.
   Attempt first = attempt(1, root / "retried", "AIR_TRAIN_EXIT_AFTER_STEP=3");
@@ -290,13 +323,13 @@ TEST_CASE("lora train: world size 2 follows world size 1; a retried attempt resu
   Attempt second = attempt(1, root / "retried");
   INFO(second.output);
   REQUIRE(second.code == 0);
-  CHECK(second.output.find("at step 2") != std::string::npos);
+  REQUIRE(second.output.find("at step 2") != std::string::npos);
   REQUIRE(second.losses.size() == 4);
   for (int step = 3; step <= 6; ++step) {
     INFO("step " << step);
-    CHECK(std::abs(second.losses[step] - one.losses[step]) <= 1e-4 * std::abs(one.losses[step]));
+    REQUIRE(std::abs(second.losses[step] - one.losses[step]) <= 1e-4 * std::abs(one.losses[step]));
   }
-  CHECK(fs::exists(root / "retried" / "adapter_model.safetensors"));
-  CHECK(fs::exists(root / "retried" / "sharded" / "latest"));
+  REQUIRE(fs::exists(root / "retried" / "adapter_model.safetensors"));
+  REQUIRE(fs::exists(root / "retried" / "sharded" / "latest"));
   fs::remove_all(root);
 }

@@ -13,6 +13,7 @@
 #include "trainer/model/lora_block.h"
 #include "trainer/model/model.h"
 
+// REQUIRE, not CHECK: libtorch's c10 logging headers redefine CHECK (a fatal log), which Catch would not count.
 using namespace air::train;
 
 namespace {
@@ -42,15 +43,15 @@ TEST_CASE("lora: adapter tensors have PEFT's names and shapes, grouped by input"
   auto specs = lora_block_params(c, lora({"q_proj", "v_proj", "down_proj"}));
   std::vector<std::string> names;
   for (const auto& s : specs) names.push_back(s.suffix);
-  CHECK((names == std::vector<std::string>{"self_attn.q_proj.lora_A.weight", "self_attn.v_proj.lora_A.weight",
+  REQUIRE((names == std::vector<std::string>{"self_attn.q_proj.lora_A.weight", "self_attn.v_proj.lora_A.weight",
                                           "self_attn.q_proj.lora_B.weight", "self_attn.v_proj.lora_B.weight",
                                           "mlp.down_proj.lora_A.weight", "mlp.down_proj.lora_B.weight"}));
-  CHECK((specs[0].shape == std::vector<int64_t>{4, 32}));   // A: [r, in]
-  CHECK((specs[3].shape == std::vector<int64_t>{16, 4}));   // v's B: [kv heads * head_dim, r]
-  CHECK((specs[4].shape == std::vector<int64_t>{4, 64}));   // down's A: [r, intermediate]
-  CHECK((specs[5].shape == std::vector<int64_t>{32, 4}));
-  CHECK(lora_block_numel(c, lora({"q_proj", "v_proj", "down_proj"})) == 4 * 32 * 2 + 32 * 4 + 16 * 4 + 4 * 64 + 32 * 4);
-  CHECK(lora_block_params(c, lora(lora_module_names())).size() == 14);
+  REQUIRE((specs[0].shape == std::vector<int64_t>{4, 32}));   // A: [r, in]
+  REQUIRE((specs[3].shape == std::vector<int64_t>{16, 4}));   // v's B: [kv heads * head_dim, r]
+  REQUIRE((specs[4].shape == std::vector<int64_t>{4, 64}));   // down's A: [r, intermediate]
+  REQUIRE((specs[5].shape == std::vector<int64_t>{32, 4}));
+  REQUIRE(lora_block_numel(c, lora({"q_proj", "v_proj", "down_proj"})) == 4 * 32 * 2 + 32 * 4 + 16 * 4 + 4 * 64 + 32 * 4);
+  REQUIRE(lora_block_params(c, lora(lora_module_names())).size() == 14);
 }
 
 TEST_CASE("lora: PEFT's default init: A uniform within 1/sqrt(in), B zeros; gaussian A ~ N(0, 1/r)") {
@@ -66,15 +67,15 @@ TEST_CASE("lora: PEFT's default init: A uniform within 1/sqrt(in), B zeros; gaus
     for (size_t i = 0; i < ts.size(); ++i) {
       INFO(init << " " << specs[i].suffix);
       if (!specs[i].is_a) {
-        CHECK(ts[i].abs().max().item<double>() == 0);
+        REQUIRE(ts[i].abs().max().item<double>() == 0);
         continue;
       }
       const double in = static_cast<double>(specs[i].shape[1]);
       if (std::string(init) == "default") {
-        CHECK(ts[i].abs().max().item<double>() <= 1 / std::sqrt(in));
-        CHECK(ts[i].abs().max().item<double>() > 0.8 / std::sqrt(in));
+        REQUIRE(ts[i].abs().max().item<double>() <= 1 / std::sqrt(in));
+        REQUIRE(ts[i].abs().max().item<double>() > 0.8 / std::sqrt(in));
       } else {
-        CHECK(ts[i].std().item<double>() == Approx(1.0 / 8).epsilon(0.2));
+        REQUIRE(ts[i].std().item<double>() == Approx(1.0 / 8).epsilon(0.2));
       }
     }
   }
@@ -151,7 +152,7 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
       for (size_t i = 1; i < grads.size(); ++i) want.push_back(grads[i].reshape(-1));
       check_close(gflat, at::cat(want), 1e-4, "adapter gradients");
       REQUIRE(gflat.abs().max().item<double>() > 0);
-      CHECK(at::equal(base, base_before));  // frozen: nothing writes the base
+      REQUIRE(at::equal(base, base_before));  // frozen: nothing writes the base
 
       // Recomputation (a forward without saving, then one with) and accumulation add up.
       lora_block_fwd(c, block_view(c, base), a, h, plan, nullptr);
@@ -171,7 +172,7 @@ TEST_CASE("lora: merging adds (alpha / r) B A to the base weight") {
   // A bf16 base (the GPU's) merges in fp32 and stays fp32: save_dtype decides the one rounding.
   at::Tensor wb = w.to(at::kBFloat16);
   at::Tensor m = lora_merge(wb, a * 1e-3, b, 1.5);
-  CHECK(m.scalar_type() == at::kFloat);
+  REQUIRE(m.scalar_type() == at::kFloat);
   check_close(m, wb.to(at::kFloat) + 1.5e-3 * at::mm(b, a), 1e-6, "bf16 base merged in fp32");
   CHECK_FALSE(at::equal(m, m.to(at::kBFloat16).to(at::kFloat)));  // not rounded to bf16
 }
