@@ -12,6 +12,7 @@ collectives (AIR_TRAIN_WORLD1_NCCL=1: the gathers and reduce-scatters of N GPUs,
 carveout=N (GEMMs leave N SMs free), trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it),
 fp8 (precision: fp8, tensorwise scaling), rowwise (with fp8: fp8_scaling: rowwise), seq=N (max_seq_len, default 1024),
 mb=N (per_device_batch_size, default 4), acc=N (gradient_accumulation_steps, default 2),
+lora (LoRA r 16, alpha 32 on every block linear, as bench/lora_peer.py: base frozen in bf16, adapters fp32 master),
 outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
 K more steps; the difference of their wall clocks / K).
 
@@ -92,6 +93,9 @@ def run(args, spec, work):
         cfg["activation_checkpointing"] = "true"
     if "noac" in opts:
         cfg["activation_checkpointing"] = "false"
+    if "lora" in opts:
+        cfg["master_dtype"] = "fp32"
+        cfg["lora"] = {"r": 16, "alpha": 32, "target_modules": "all-linear"}
     if "fp8" in opts:
         cfg["precision"] = "fp8"
         cfg["fp8_scaling"] = "rowwise" if "rowwise" in opts else "tensorwise"

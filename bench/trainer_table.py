@@ -38,6 +38,9 @@ for r in peer.get("runs", []):
 plain = lambda run: ":".join(o for o in run.split(":") if o not in ("fp8", "rowwise") and not o.startswith("outside="))
 ours_bf16 = {plain(r["run"]): r["padded_tok_s"] for r in ours if "error" not in r and "fp8" not in r["run"].split(":")}
 notes = []
+is_lora = lambda r: "lora" in r["run"].split(":")
+ours_lora = [r for r in ours if is_lora(r)]
+ours = [r for r in ours if not is_lora(r)]
 for r in ours:
     if "error" in r:
         rows.append((r["shape"], "air-train " + r["run"], r["mode"], None, None, None, None, None))
@@ -80,3 +83,21 @@ for s, eng, mode, ms, ptok, rtok, mfu, peak in sorted(rows, key=lambda r: (r[0],
           f"{fmt(mfu and 100 * mfu, '{:.1f}%')} | {fmt(peak, '{:.1f}')} | {vs_ref} | {vs_peer} |")
 for n in notes:
     print("\nClocks, " + n)
+
+# LoRA: ours beside the LoRA peer (bench/lora_peer.py: transformers + PEFT, r 16, alpha 32, all block linears).
+lora_peer = load("lora_peer/lora_peer.json", [])
+if ours_lora or lora_peer:
+    peer_by = {r["shape"]: r for r in lora_peer}
+    print("\n| shape | LoRA r 16 all-linear | step | padded tok/s | peak GiB | loss first -> last | vs LoRA peer (tok/s) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in lora_peer:
+        print(f"| {r['shape']} | peer: transformers + PEFT, torch.compile per layer | {r['step_ms']:.1f} ms | "
+              f"{r['padded_tok_s']:,.0f} | {r['peak_gib']:.1f} | {r['loss_first']:.3f} -> {r['loss_final']:.3f} | 1.00x |")
+    for r in ours_lora:
+        if "error" in r:
+            print(f"| {r['shape']} | air-train {r['run']} | FAILED | - | - | - | - |")
+            continue
+        p = peer_by.get(r["shape"])
+        ratio = f"{r['padded_tok_s'] / p['padded_tok_s']:.2f}x" if p else "-"
+        print(f"| {r['shape']} | air-train {r['run']} | {r['step_ms']:.1f} ms | {r['padded_tok_s']:,.0f} | "
+              f"{r['peak_gib']:.1f} | {r['loss_first']:.3f} -> {r['loss_last']:.3f} | {ratio} |")

@@ -13,6 +13,9 @@
 # (bench/fp8_curve.py). Run names: bench/trainer_bench.py (fp8, rowwise, seq=N, mb=N, acc=N, outside=K).
 # Clocks: every run also prints its line clock (the step lines' arrival times, taken here); outside=K adds two
 # more runs differing only in max_steps; the table's "Clocks" notes put both beside air-train's own figure.
+# lora: build, the PEFT checks (scripts/gpu/check_lora.py: step-1 loss and adapter gradients against PEFT from the
+# same base and init, PEFT loading our adapter, transformers loading the merged checkpoint), the LoRA peer
+# (bench/lora_peer.py, 8B and 1B) and our LoRA rows (RUNS, default below), then the LoRA table.
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -20,6 +23,7 @@ mkdir -p "$OUT"
 root=${AIR_DEVCARRY:-.devcarry}
 what=${1:-all}
 runs=${2:-8b:padded,8b:padded:ac,8b:packed,1b:padded,1b:packed}
+[ "$what" = lora ] && runs=${2:-8b:padded:lora,1b:padded:lora,8b:packed:lora}
 [ "$what" = fp8 ] && runs=${2:-8b:padded:outside=20,8b:padded:fp8:outside=20,8b:padded:fp8:rowwise,8b:padded:seq=8192:mb=1:acc=2:fp8}
 prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export PYTHONUNBUFFERED=1
@@ -27,16 +31,17 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
 stamp "build"
+bdir=${AIR_BENCH_BUILD:-/tmp/air-build}  # another folder when another checkout built in /tmp/air-build on a warm machine
 export TORCH_CUDA_ARCH_LIST=9.0
 # hub/ and trainer/data/ need headers the GPU image lacks: scripts/gpu/bundle.sh carried them.
 extra=$(bash "$root/scripts/gpu/cmake_args.sh" "$root") || { echo "run scripts/gpu/bundle.sh here first"; exit 1; }
 # shellcheck disable=SC2086
-cmake -S "$root" -B /tmp/air-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+cmake -S "$root" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DAIR_BUILD_CLI=OFF -DAIR_BUILD_TESTS=OFF $extra >"$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
-cmake --build /tmp/air-build -j16 --target air-train air-train-check >>"$OUT/build.log" 2>&1 ||
+cmake --build "$bdir" -j16 --target air-train air-train-check >>"$OUT/build.log" 2>&1 ||
   { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
-bin=/tmp/air-build/bin
+bin=$bdir/bin
 stamp "built"
 
 if [ "$what" = all ] || [ "$what" = check ]; then
@@ -50,6 +55,25 @@ fi
 if [ "$what" = fp8 ]; then
   stamp "fp8 GEMM check: errors against fp32 and the CPU emulation, speed beside bf16"
   "$bin/air-train-check" --fp8 2>&1 | tee "$OUT/fp8_check.log"
+fi
+
+if [ "$what" = lora ]; then
+  stamp "LoRA checks against PEFT"
+  python3 "$root/scripts/gpu/check_lora.py" --bin "$bin" --root "$root" --out "$OUT" 2>&1 | tee "$OUT/lora_check.log" |
+    grep -E "PASS|FAIL|Error|error|\[env\]"
+  stamp "air-train LoRA: $runs"
+  python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$runs" --json "$OUT/ours.json" \
+    2>&1 | tee "$OUT/ours.log"
+  if [ "${AIR_SKIP_LORA_PEER:-0}" != 1 ]; then
+    stamp "LoRA peer (transformers + PEFT, torch.compile)"
+    mkdir -p "$OUT/lora_peer"
+    OUT="$OUT/lora_peer" timeout 300 python3 -m torch.distributed.run --standalone --nproc_per_node=1 \
+      "$root/bench/lora_peer.py" 8b 1b >"$OUT/lora_peer.log" 2>&1
+    grep -A3 "LORA PEER SUMMARY" "$OUT/lora_peer.log" | tail -3
+  fi
+  stamp "done"
+  python3 "$root/bench/trainer_table.py" "$OUT" | tee "$OUT/table.md"
+  exit 0
 fi
 
 case "$what" in curve|trace|curve+trace)

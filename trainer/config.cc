@@ -146,6 +146,8 @@ const std::vector<Field>& fields() {
                 &C::checkpoint_every_steps),
       str_field("checkpoint_dir", "where sharded checkpoints go (default: <output_dir>/sharded)", &C::checkpoint_dir),
       str_field("resume", "auto (newest complete checkpoint, if any), never, or a checkpoint folder", &C::resume),
+      {"lora", "low-rank adapters on a frozen base: {r, alpha, dropout, target_modules, init, merge} (PEFT's names)",
+       [](C& c, const YAML::Node& n) { set_lora_yaml(c.lora, n); }, [](const C& c) { return render_lora(c.lora); }},
   };
   return kFields;
 }
@@ -240,6 +242,11 @@ void apply_yaml(TrainConfig& c, const std::string& text, const std::string& name
       c.origin[key] = name + ":" + std::to_string(km.line + 1);
     } catch (const std::string& msg) {
       errors.push_back(located(name, text, kv.second.Mark(), 1, "'" + key + "': " + msg, ""));
+    } catch (const LoraYamlError& le) {  // located at the lora sub-key or value itself
+      YAML::Mark m;
+      m.line = le.line;
+      m.column = le.column;
+      errors.push_back(located(name, text, m, le.width, le.message, le.hint));
     }
   }
   if (errors.empty()) return;
@@ -254,6 +261,21 @@ void apply_override(TrainConfig& c, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0)
     throw usage_error("--set expects key=value, got '" + assignment + "'");
   const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  if (key.rfind("lora.", 0) == 0) {  // one field of the lora block: --set lora.r=8
+    YAML::Node n;
+    try {
+      n = YAML::Load(value);
+    } catch (const YAML::Exception&) {
+      n = YAML::Node(value);
+    }
+    try {
+      set_lora_key(c.lora, key.substr(5), n);
+    } catch (const LoraYamlError& le) {
+      throw usage_error("--set " + key + ": " + le.message, le.hint);
+    }
+    c.origin["lora"] = "--set";
+    return;
+  }
   const Field* f = find_field(key);
   if (!f) {
     std::string near = closest_key(key);
@@ -267,9 +289,11 @@ void apply_override(TrainConfig& c, const std::string& assignment) {
   }
   if (n.IsNull() && !value.empty()) n = YAML::Node(value);
   try {
-    f->set(c, n.IsNull() ? YAML::Node("") : n);
+    f->set(c, n.IsNull() && key != "lora" ? YAML::Node("") : n);
   } catch (const std::string& msg) {
     throw usage_error("--set " + key + ": " + msg);
+  } catch (const LoraYamlError& le) {
+    throw usage_error("--set " + key + ": " + le.message, le.hint);
   }
   c.origin[key] = "--set";
 }
@@ -299,6 +323,9 @@ void validate(const TrainConfig& c) {
     e.push_back("precision: fp8 computes in bf16 around its e4m3 GEMMs: use dtype: bf16 or auto (on a CPU, auto "
                 "is fp32 and the FP8 GEMMs are emulated)");
   if (c.resume.empty()) e.push_back("resume must be auto, never, or a checkpoint folder");
+  validate_lora(c.lora, e);
+  if (c.lora.enabled && c.precision == "fp8")
+    e.push_back("lora with precision: fp8 is not supported: the frozen base computes in the compute dtype (bf16)");
   try {
     parse_size(c.max_shard_size);
   } catch (const Error& err) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/lora_config.h"
+
 namespace air::train {
 
 struct TrainConfig {
@@ -53,6 +55,7 @@ struct TrainConfig {
   int64_t checkpoint_every_steps = 0;    // sharded resumable checkpoint every N steps (0: never)
   std::string checkpoint_dir;            // default: <output_dir>/sharded
   std::string resume = "auto";           // auto (the newest complete checkpoint, if any) | never | a path
+  LoraConfig lora;                       // `lora:` low-rank adapters on a frozen base (off when absent)
 
   // Where each key's value came from: "default", "<file>:<line>", or "--set".
   std::map<std::string, std::string> origin;

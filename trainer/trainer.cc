@@ -216,6 +216,8 @@ StepMetrics train_step(Engine& engine, const TrainConfig& c, const EngineSetup& 
   m.real_tokens = batch.global_real_tokens;
   m.target_tokens = batch.global_target_tokens;
   m.flops_per_token = s.model_config.train_flops_per_token(c.max_seq_len);
+  // LoRA computes no weight gradients for the frozen base: 4N, not 6N (the adapters' FLOPs are negligible).
+  if (c.lora.enabled) m.flops_per_token -= 2.0 * static_cast<double>(s.model_config.num_parameters());
   m.world_size = s.world_size;
   m.peak_memory_gib = peak_memory_gib(s.device);
   return m;
@@ -270,7 +272,7 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
                    parse_size(c.max_shard_size), s.model_dir, p.tokenizer_path};
   if (c.save && s.rank == 0) check_output_dir(c.output_dir);
 
-  auto engine = make_engine ? make_engine(s) : make_fsdp_engine(s);
+  auto engine = make_engine ? make_engine(s) : c.lora.enabled ? make_lora_engine(s) : make_fsdp_engine(s);
   log << "engine: " << engine->describe() << "\n" << std::flush;
   StepReporter reporter(c, s.rank, log);
 

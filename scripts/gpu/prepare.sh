@@ -17,7 +17,7 @@ cp "$src/bench/fsdp_bench.py" "$dest/bench/"
 cp /usr/include/pcre2.h "$dest/include/"
 # The reference baseline and the tuned PyTorch peer (not ours, not committed) run in the same call, for
 # same-machine ratios.
-for f in seed_fsdp_baseline.py tuned_peer.py; do
+for f in seed_fsdp_baseline.py tuned_peer.py lora_peer.py; do
   for d in "$src/../shared/bench" /work/shared/bench; do
     if [ -f "$d/$f" ]; then cp "$d/$f" "$dest/bench/"; break; fi
   done

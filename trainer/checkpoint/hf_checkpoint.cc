@@ -20,7 +20,7 @@ bool replaceable(const fs::path& dir) {
   if (!fs::exists(dir, ec)) return true;
   if (!fs::is_directory(dir, ec)) return false;
   if (fs::is_empty(dir, ec)) return true;
-  if (fs::exists(dir / "config.json", ec)) return true;
+  if (fs::exists(dir / "config.json", ec) || fs::exists(dir / "adapter_config.json", ec)) return true;  // or a LoRA adapter
   // Only the sharded checkpoints of an attempt that did not finish.
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().filename() != kShardedSubdir) return false;
@@ -56,7 +56,7 @@ std::string map_volumes_path(const std::string& path) {
 void check_output_dir(const std::string& output_dir) {
   fs::path dir(output_dir);
   if (!replaceable(dir))
-    throw Error("output_dir " + output_dir + " exists and is not an earlier checkpoint (no config.json)",
+    throw Error("output_dir " + output_dir + " exists and is not an earlier checkpoint (no config.json or adapter_config.json)",
                 "air-train replaces only an empty folder or an earlier checkpoint; choose another output_dir");
   std::error_code ec;
   fs::path parent = fs::absolute(dir, ec).parent_path();

@@ -165,6 +165,14 @@ Fp8Block quantize_block(const BlockView& w, fp8::Scaling s) {
   return b;
 }
 
+at::Tensor block_attention_fwd(const LlamaConfig& c, const at::Tensor& qkv, const AttnPlan& plan, BlockSaved& s) {
+  return attention_fwd(dims(c), qkv, plan, s);
+}
+
+at::Tensor block_attention_bwd(const LlamaConfig& c, const at::Tensor& dattn, const AttnPlan& plan, BlockSaved& s) {
+  return attention_bwd(dims(c), dattn, plan, s);
+}
+
 int64_t block_numel(const LlamaConfig& c) {
   const Dims d = dims(c);
   return 2 * d.H + d.W * d.H + d.H * d.q + 3 * d.I * d.H;

@@ -63,5 +63,8 @@ LlamaModel build_model(const EngineSetup& s, at::Device device, at::ScalarType d
 // reduce-scatters every micro-batch unless grad_sync: step (then once per step, keeping unsharded fp32
 // gradients).
 std::unique_ptr<Engine> make_fsdp_engine(const EngineSetup& s);
+// LoRA (`lora:` set): the base frozen in the compute dtype on every rank, the adapters FSDP units
+// (trainer/parallel/lora_engine.cc). Saves PEFT's adapter format (and the merged model with lora.merge).
+std::unique_ptr<Engine> make_lora_engine(const EngineSetup& s);
 
 }  // namespace air::train

@@ -1,0 +1,178 @@
+// LoRA on the hand-written block (trainer/model/lora_block.h) against autograd through model.h's
+// block_forward with the merged weights W + (alpha / r) B A, A and B the leaves: the same output, the
+// same input gradient, the same adapter gradients, for partial and full targets, plain and packed rows;
+// the base gets no gradient. Plus PEFT's initialisation and the layout of the adapter tensors.
+#include <catch2/catch.hpp>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <map>
+
+#include "tests/trainer/model/test_util.h"
+#include "trainer/model/lora_block.h"
+#include "trainer/model/model.h"
+
+// REQUIRE, not CHECK: libtorch's c10 logging headers redefine CHECK (a fatal log), which Catch would not count.
+using namespace air::train;
+
+namespace {
+
+void check_close(const at::Tensor& got, const at::Tensor& want, double tol, const std::string& what) {
+  INFO(what << ": max |diff| " << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>()
+            << ", max |want| " << want.abs().max().item<double>());
+  REQUIRE(got.sizes() == want.sizes());
+  // Relative to the largest value (gradients reach a few hundred here; fp32 sums in different orders).
+  const double scale = std::max(1.0, want.abs().max().item<double>());
+  REQUIRE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), tol, tol * scale));
+}
+
+LoraConfig lora(std::vector<std::string> targets, int64_t r = 4, double alpha = 8) {
+  LoraConfig lc;
+  lc.enabled = true;
+  lc.r = r;
+  lc.alpha = alpha;
+  lc.target_modules = std::move(targets);
+  return lc;
+}
+
+}  // namespace
+
+TEST_CASE("lora: adapter tensors have PEFT's names and shapes, grouped by input") {
+  LlamaConfig c = testing::tiny_config(false, 97);  // H 32, I 64, 4 heads, 2 kv heads of 8
+  auto specs = lora_block_params(c, lora({"q_proj", "v_proj", "down_proj"}));
+  std::vector<std::string> names;
+  for (const auto& s : specs) names.push_back(s.suffix);
+  REQUIRE((names == std::vector<std::string>{"self_attn.q_proj.lora_A.weight", "self_attn.v_proj.lora_A.weight",
+                                          "self_attn.q_proj.lora_B.weight", "self_attn.v_proj.lora_B.weight",
+                                          "mlp.down_proj.lora_A.weight", "mlp.down_proj.lora_B.weight"}));
+  REQUIRE((specs[0].shape == std::vector<int64_t>{4, 32}));   // A: [r, in]
+  REQUIRE((specs[3].shape == std::vector<int64_t>{16, 4}));   // v's B: [kv heads * head_dim, r]
+  REQUIRE((specs[4].shape == std::vector<int64_t>{4, 64}));   // down's A: [r, intermediate]
+  REQUIRE((specs[5].shape == std::vector<int64_t>{32, 4}));
+  REQUIRE(lora_block_numel(c, lora({"q_proj", "v_proj", "down_proj"})) == 4 * 32 * 2 + 32 * 4 + 16 * 4 + 4 * 64 + 32 * 4);
+  REQUIRE(lora_block_params(c, lora(lora_module_names())).size() == 14);
+}
+
+TEST_CASE("lora: PEFT's default init: A uniform within 1/sqrt(in), B zeros; gaussian A ~ N(0, 1/r)") {
+  LlamaConfig c = testing::tiny_config(false, 97);
+  for (const char* init : {"default", "gaussian"}) {
+    LoraConfig lc = lora({"o_proj", "up_proj"}, 8);
+    lc.init = init;
+    auto specs = lora_block_params(c, lc);
+    std::vector<at::Tensor> ts;
+    for (const auto& s : specs) ts.push_back(at::full(s.shape, 7.0));
+    auto gen = at::detail::createCPUGenerator(3);
+    lora_init(lc, specs, ts, gen);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      INFO(init << " " << specs[i].suffix);
+      if (!specs[i].is_a) {
+        REQUIRE(ts[i].abs().max().item<double>() == 0);
+        continue;
+      }
+      const double in = static_cast<double>(specs[i].shape[1]);
+      if (std::string(init) == "default") {
+        REQUIRE(ts[i].abs().max().item<double>() <= 1 / std::sqrt(in));
+        REQUIRE(ts[i].abs().max().item<double>() > 0.8 / std::sqrt(in));
+      } else {
+        REQUIRE(ts[i].std().item<double>() == Approx(1.0 / 8).epsilon(0.2));
+      }
+    }
+  }
+}
+
+TEST_CASE("lora: the block's forward and backward equal autograd through the merged weights") {
+  const std::vector<std::vector<std::string>> target_sets = {
+      lora_module_names(), {"q_proj", "v_proj"}, {"k_proj", "gate_proj", "down_proj"}, {"o_proj", "up_proj"}};
+  for (const auto& targets : target_sets)
+    for (bool packed : {false, true}) {
+      LlamaConfig c = testing::tiny_config(false, 97);
+      LoraConfig lc = lora(targets, 4, 12);  // scaling 3
+      INFO(render_lora(lc) << (packed ? " packed" : " plain"));
+      LlamaModel m(c, at::kCPU, at::kFloat);
+      m.init_random(5);
+      Rope rope(c, at::kCPU);
+      const int64_t B = 2, T = 12, N = B * T, H = c.hidden_size;
+      at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).repeat({2, 1}), seg;
+      if (packed) {
+        seg = at::ones({2, T}, at::kInt);
+        seg[0].narrow(0, 5, 7).fill_(2);
+        pos[0].narrow(0, 5, 7).copy_(at::arange(7, at::kLong));
+      }
+      at::manual_seed(11);
+      at::Tensor h = at::randn({N, H}), dout = at::randn({N, H});
+      // Non-zero A and B (trained adapters), so that every gradient path is exercised.
+      auto specs = lora_block_params(c, lc);
+      std::vector<at::Tensor> ad;
+      for (const auto& s : specs) ad.push_back(at::randn(s.shape) * 0.2);
+
+      // Reference: autograd; W_eff = W + s B A per adapted module, the base weights constants.
+      std::vector<at::Tensor> leaves;
+      for (const auto& t : ad) leaves.push_back(t.clone().requires_grad_(true));
+      std::map<std::string, std::pair<at::Tensor, at::Tensor>> ab;  // module -> (A, B)
+      for (size_t i = 0; i < specs.size(); ++i)
+        (specs[i].is_a ? ab[specs[i].module].first : ab[specs[i].module].second) = leaves[i];
+      const BlockWeights& bw = m.blocks()[0];
+      auto eff = [&](const std::string& mod, const at::Tensor& w) {
+        auto it = ab.find(mod);
+        return it == ab.end() ? w : w + lc.scaling() * at::mm(it->second.second, it->second.first);
+      };
+      BlockWeights we = bw;
+      we.q_proj = eff("q_proj", bw.q_proj);
+      we.k_proj = eff("k_proj", bw.k_proj);
+      we.v_proj = eff("v_proj", bw.v_proj);
+      we.o_proj = eff("o_proj", bw.o_proj);
+      we.gate_proj = eff("gate_proj", bw.gate_proj);
+      we.up_proj = eff("up_proj", bw.up_proj);
+      we.down_proj = eff("down_proj", bw.down_proj);
+      at::Tensor hr = h.clone().requires_grad_(true);
+      at::Tensor out_ref = block_forward(c, we, hr.view({B, T, H}), rope.context(pos, seg, at::kFloat)).view({N, H});
+      std::vector<at::Tensor> wrt = {hr};
+      wrt.insert(wrt.end(), leaves.begin(), leaves.end());
+      auto grads = torch::autograd::grad({out_ref}, wrt, {dout});
+
+      // Ours: base flat (frozen), adapters and their gradients flat.
+      std::vector<at::Tensor> parts;
+      for (const auto& t : bw.list()) parts.push_back(t.reshape(-1));
+      at::Tensor base = at::cat(parts), base_before = base.clone();
+      std::vector<at::Tensor> aparts;
+      for (const auto& t : ad) aparts.push_back(t.reshape(-1));
+      at::Tensor aflat = at::cat(aparts), gflat = at::zeros_like(aflat);
+      REQUIRE(aflat.numel() == lora_block_numel(c, lc));
+      LoraBlock a = lora_block_view(c, lc, aflat, gflat);
+      AttnPlan plan = make_attn_plan(c, rope.inv_freq(), pos, seg, at::kFloat, at::kCPU);
+      at::Tensor scratch = at::zeros({H});
+      LoraSaved saved;
+      at::Tensor out = lora_block_fwd(c, block_view(c, base), a, h, plan, &saved);
+      check_close(out, out_ref.detach(), 1e-5, "block output");
+      at::Tensor dh = lora_block_bwd(c, block_view(c, base), a, h, saved, dout, plan, scratch);
+      REQUIRE(saved.empty());
+      check_close(dh, grads[0], 1e-4, "input gradient");
+      std::vector<at::Tensor> want;
+      for (size_t i = 1; i < grads.size(); ++i) want.push_back(grads[i].reshape(-1));
+      check_close(gflat, at::cat(want), 1e-4, "adapter gradients");
+      REQUIRE(gflat.abs().max().item<double>() > 0);
+      REQUIRE(at::equal(base, base_before));  // frozen: nothing writes the base
+
+      // Recomputation (a forward without saving, then one with) and accumulation add up.
+      lora_block_fwd(c, block_view(c, base), a, h, plan, nullptr);
+      lora_block_fwd(c, block_view(c, base), a, h, plan, &saved);
+      lora_block_bwd(c, block_view(c, base), a, h, saved, dout, plan, scratch);
+      check_close(gflat, 2 * at::cat(want), 1e-4, "accumulated adapter gradients");
+    }
+}
+
+TEST_CASE("lora: merging adds (alpha / r) B A to the base weight") {
+  at::manual_seed(2);
+  at::Tensor w = at::randn({6, 5}), a = at::randn({2, 5}), b = at::randn({6, 2});
+  check_close(lora_merge(w, a, b, 1.5), w + 1.5 * at::mm(b, a), 1e-6, "merged");
+  at::Tensor x = at::randn({3, 5});
+  check_close(at::mm(x, lora_merge(w, a, b, 1.5).t()), at::mm(x, w.t()) + 1.5 * at::mm(at::mm(x, a.t()), b.t()), 1e-5,
+              "merged forward equals base + adapter");
+  // A bf16 base (the GPU's) merges in fp32 and stays fp32: save_dtype decides the one rounding.
+  at::Tensor wb = w.to(at::kBFloat16);
+  at::Tensor m = lora_merge(wb, a * 1e-3, b, 1.5);
+  REQUIRE(m.scalar_type() == at::kFloat);
+  check_close(m, wb.to(at::kFloat) + 1.5e-3 * at::mm(b, a), 1e-6, "bf16 base merged in fp32");
+  CHECK_FALSE(at::equal(m, m.to(at::kBFloat16).to(at::kFloat)));  // not rounded to bf16
+}

@@ -1,0 +1,97 @@
+// LoRA on the hand-written decoder block (trainer/model/block.h): the base weights are frozen, so the
+// backward computes only the input gradients of the base GEMMs (no weight-gradient GEMMs: a third of the
+// block's GEMM work), and each group of adapted linears that share an input (q/k/v on the normed input,
+// o on attention's output, gate/up on the second normed input, down on the SwiGLU output) runs its
+// adapters as two small GEMMs: x @ A^T once for the group (the group's A matrices stacked, [k r, in]),
+// then (x A^T) @ B^T with the group's B matrices placed block-diagonally, added into the base GEMM's
+// output (y = x W^T + s (x A^T) B^T, s = alpha / r). No copy of a base weight is made.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/lora_config.h"
+#include "trainer/model/block.h"
+#include "trainer/model/llama_config.h"
+
+namespace air::train {
+
+// One adapter tensor of a block: its name after "model.layers.N." (PEFT's, e.g.
+// "self_attn.q_proj.lora_A.weight"), shape ([r, in] for A, [out, r] for B), and module.
+struct LoraParamSpec {
+  std::string suffix;
+  std::vector<int64_t> shape;
+  std::string module;  // q_proj ... down_proj
+  bool is_a = true;
+};
+// A block's adapter tensors in the order of their flat buffer: per group (qkv, o, gate/up, down) the
+// targeted modules' A matrices back to back, then their B matrices.
+std::vector<LoraParamSpec> lora_block_params(const LlamaConfig& c, const LoraConfig& lc);
+int64_t lora_block_numel(const LlamaConfig& c, const LoraConfig& lc);
+// "self_attn" or "mlp": the submodule a block linear lives in.
+const char* lora_parent(const std::string& module);
+
+// One group's adapters, as views into a block's flat adapter buffer (compute dtype) and its gradient.
+struct LoraGroup {
+  at::Tensor A;   // [k r, in]: the group's A matrices stacked (a view)
+  at::Tensor B;   // [out, k r]: the group's B matrices block-diagonal, times alpha / r (a small buffer)
+  at::Tensor gA;  // gradient of A, a view [k r, in]
+  struct Part {
+    int64_t row = 0, rows = 0, col = 0;  // output rows [row, row + rows) take A's rows [col, col + r)
+    at::Tensor gB;                       // gradient view [rows, r]
+  };
+  std::vector<Part> parts;
+  bool defined() const { return A.defined(); }
+};
+
+struct LoraBlock {
+  LoraGroup qkv, o, gu, down;
+  int64_t r = 0;
+  double scale = 1;  // alpha / r
+};
+// flat: the block's adapters (lora_block_numel elements, compute dtype); grad: where their gradients
+// accumulate (same layout) or undefined for a forward only.
+LoraBlock lora_block_view(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat, const at::Tensor& grad);
+// The same in two parts: the weights (views, and the scaled block-diagonal B built once: a caller may keep
+// it while the adapters do not change), then the gradient views.
+LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat);
+void lora_block_attach_grads(const LlamaConfig& c, const LoraConfig& lc, LoraBlock& b, const at::Tensor& grad);
+
+// What a LoRA block keeps for backward: the base block's activations (only the linear inputs an adapter
+// needs) and each group's x A^T.
+struct LoraSaved {
+  BlockSaved base;
+  at::Tensor xa_qkv, xa_o, xa_gu, xa_down;
+  bool empty() const { return base.empty(); }
+  void clear() { *this = LoraSaved(); }
+};
+
+// The block's forward with adapters on the frozen base weights `w` (views of the base's flat buffer).
+at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
+                          const AttnPlan& plan, LoraSaved* saved);
+// The backward: adds the adapters' gradients into a's gradient views, frees `saved`, returns dh. The base
+// gets no gradient; `norm_scratch` (fp32 [H]) absorbs the frozen norm weights' gradients (never read).
+// need_dh false (the first block: the embeddings are frozen): dh is not computed (undefined), which saves
+// the q/k/v input-gradient GEMM and the first norm's backward.
+at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
+                          LoraSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const at::Tensor& norm_scratch,
+                          bool need_dh = true);
+// Bytes a LoRA block keeps for backward at N tokens.
+int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64_t tokens, int64_t elem_size);
+
+// Final norm, frozen LM head and cross-entropy (no weight gradients), in row chunks: the summed loss and dh.
+HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
+                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows);
+
+// PEFT's initialisation into a block's fp32 adapter tensors (lora_block_params order): A kaiming-uniform
+// with a = sqrt(5) (uniform in +-1/sqrt(in)), or normal(0, 1/r) with init gaussian; B zeros.
+void lora_init(const LoraConfig& lc, const std::vector<LoraParamSpec>& specs, std::vector<at::Tensor>& tensors,
+               at::Generator& gen);
+
+// The merged weight of one linear: W + scale * B @ A, in fp32 on the CPU (the checkpoint writer then
+// rounds it once to save_dtype; rounding to W's bf16 first would lose what save_dtype: fp32 keeps).
+at::Tensor lora_merge(const at::Tensor& w, const at::Tensor& a, const at::Tensor& b, double scale);
+
+}  // namespace air::train

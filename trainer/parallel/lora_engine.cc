@@ -1,0 +1,347 @@
+// The LoRA engine (`lora:` in the settings): the FSDP engine's loop with the base model frozen. The base
+// weights live once, in the compute dtype, as one flat buffer per block (the layout block_view reads) on
+// every rank: no fp32 master, no gradient, no optimizer state for them. The adapters are FSDP units (one
+// per block: fp32 master shards, AdamW state, gradients reduce-scattered in fp32), so accumulation,
+// clipping, sharded checkpoints and resume work as for full fine-tuning at any world size. The backward
+// skips every weight-gradient GEMM of the base (trainer/model/lora_block.h).
+#include <ATen/core/grad_mode.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "core/base/error.h"
+#include "trainer/checkpoint/peft_adapter.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/metrics.h"
+#include "trainer/model/block.h"
+#include "trainer/model/lora_block.h"
+#include "trainer/model/ops.h"
+#include "trainer/parallel/dist.h"
+#include "trainer/parallel/engine.h"
+#include "trainer/parallel/fsdp.h"
+
+namespace air::train {
+namespace {
+
+bool world1_nccl() {
+  const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
+  return force && std::string(force) == "1";
+}
+
+DistBackend backend_for(const EngineSetup& s) {
+  const bool world1 = dist_env_from_environment().world_size == 1;
+  if (world1 && !world1_nccl()) return DistBackend::kGloo;
+  return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
+}
+
+class LoraEngine : public Engine {
+ public:
+  explicit LoraEngine(const EngineSetup& s)
+      : s_(s), lc_(s.config.lora), dist_(Dist::init(dist_env_from_environment(), backend_for(s))),
+        rope_(s.model_config, s.device) {
+    at::NoGradGuard no_grad;
+    const LlamaConfig& c = s.model_config;
+    {
+      // The base: built where it trains, then packed block by block into flat compute-dtype buffers (each
+      // block's separate tensors are freed as it is packed, so the model is never held twice).
+      LlamaModel m = build_model(s, s.device, s.compute_dtype);
+      m.set_requires_grad(false);
+      embed_ = m.root().embed_tokens;
+      norm_ = m.root().norm;
+      head_ = m.root().output_weight();
+      for (auto& b : m.blocks()) {
+        at::Tensor flat = at::empty({block_numel(c)}, embed_.options());
+        int64_t off = 0;
+        for (const at::Tensor& t : b.list()) {
+          flat.narrow(0, off, t.numel()).copy_(t.reshape(-1));
+          off += t.numel();
+        }
+        base_.push_back(flat);
+        b = BlockWeights();
+      }
+    }
+    norm_scratch_ = at::zeros({c.hidden_size}, embed_.options().dtype(at::kFloat));
+    chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, c.vocab_size));
+
+    FsdpConfig fc;
+    fc.param_dtype = s.compute_dtype;
+    fc.master_dtype = s.master_dtype;
+    fc.reduce_dtype = at::kFloat;
+    fc.device = s.device;
+    fc.sync_module_states = false;  // every rank initialises the adapters from the same seed
+    if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
+    fc.fused_adamw = s.config.fused_adamw != "off";
+    fc.world1_collectives = world1_nccl();
+    fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
+
+    // The adapters, initialised on the CPU from the seed (the same on every rank and device), block by block.
+    specs_ = lora_block_params(c, lc_);
+    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(s.config.seed));
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+      std::vector<at::Tensor> ts;
+      for (const auto& p : specs_) ts.push_back(at::empty(p.shape, at::TensorOptions().dtype(at::kFloat)));
+      lora_init(lc_, specs_, ts, gen);
+      NamedTensors named;
+      for (size_t i = 0; i < ts.size(); ++i)
+        named.emplace_back(LlamaModel::block_param_name(l, specs_[i].suffix), ts[i].to(s.device));
+      fsdp_->add_unit("lora" + std::to_string(l), named);
+    }
+    if (const char* d = std::getenv("AIR_TRAIN_LORA_DUMP"); d && *d) dump_dir_ = d;
+    if (!dump_dir_.empty()) {
+      // Diagnostics for the PEFT comparison (scripts/gpu/check_lora.py): the initial adapter.
+      std::vector<std::pair<std::string, at::Tensor>> init;
+      for (size_t u = 0; u < fsdp_->units().size(); ++u)
+        for (auto& nt : fsdp_->gather_full_params(u, at::kFloat, dist_->rank() == 0)) init.push_back(std::move(nt));
+      if (dist_->rank() == 0) {
+        std::filesystem::create_directories(dump_dir_ + "/init");
+        write_peft_adapter(dump_dir_ + "/init", lc_, s.config.model_name, init);
+      }
+    }
+  }
+
+  at::Tensor forward_backward(const MicroBatch& mb, double loss_scale) override {
+    at::NoGradGuard no_grad;
+    const auto dev = s_.device;
+    const LlamaConfig& c = s_.model_config;
+    const int64_t B = mb.input_ids.size(0), T = mb.input_ids.size(1), N = B * T;
+    const size_t L = base_.size();
+    const bool sharded = fsdp_->collectives();
+    if (recompute_.empty()) choose_recomputation(N);
+    at::Tensor ids = mb.input_ids.to(dev).reshape({N});
+    at::Tensor targets = mb.targets.to(dev).reshape({N});
+    AttnPlan plan = make_attn_plan(c, rope_.inv_freq(), mb.positions, mb.segments, s_.compute_dtype, dev);
+    if (fsdp_->config().grad_sync == GradSync::kOncePerStep)
+      fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
+
+    if (sharded) fsdp_->prefetch(0);
+    at::Tensor h = at::embedding(embed_, ids);
+    std::vector<at::Tensor> inputs(L);
+    saved_.resize(L);
+    for (size_t l = 0; l < L; ++l) {
+      const LoraBlock& a = weights(l);
+      if (sharded && l + 1 < L) fsdp_->prefetch(l + 1);
+      inputs[l] = h;
+      h = lora_block_fwd(c, block_view(c, base_[l]), a, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      fsdp_->release_gathered(l);
+    }
+    if (sharded) fsdp_->prefetch(L - 1);
+    HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, norm_scratch_, chunk_rows_);
+    h = at::Tensor();
+    at::Tensor dh = head.dh;
+    for (size_t l = L; l-- > 0;) {
+      LoraBlock a = weights(l);
+      lora_block_attach_grads(c, lc_, a, fsdp_->grad_buffer(l));
+      if (sharded && l > 0) fsdp_->prefetch(l - 1);
+      BlockView w = block_view(c, base_[l]);
+      if (recompute_[l]) lora_block_fwd(c, w, a, inputs[l], plan, &saved_[l]);
+      // The embeddings are frozen: the first block's input gradient is never needed.
+      dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, norm_scratch_, /*need_dh=*/l > 0);
+      inputs[l] = at::Tensor();
+      fsdp_->reduce_grad(l);
+      fsdp_->release_gathered(l);
+    }
+    return head.loss_sum;
+  }
+
+  at::Tensor clip_grad_norm(double max_norm) override {
+    if (!dump_dir_.empty() && !grads_dumped_) dump_grads();
+    return max_norm > 0 ? fsdp_->clip_grad_norm(max_norm) : fsdp_->grad_norm();
+  }
+
+  void optimizer_step(double lr) override {
+    const auto& c = s_.config;
+    fsdp_->step({lr, c.betas[0], c.betas[1], c.eps, c.weight_decay});
+    weights_.clear();  // new adapters
+  }
+
+  // Block l's adapters for this micro-batch: acquired (gathered when sharded) and viewed; one process keeps
+  // the views and the scaled block-diagonal B from the step's first use until the optimizer step.
+  const LoraBlock& weights(size_t l) {
+    at::Tensor flat = fsdp_->acquire(l);
+    if (fsdp_->collectives()) {
+      current_ = lora_block_weights(s_.model_config, lc_, flat);
+      return current_;
+    }
+    if (weights_.empty()) weights_.resize(base_.size());
+    if (!weights_[l].r) weights_[l] = lora_block_weights(s_.model_config, lc_, flat);
+    return weights_[l];
+  }
+
+  void zero_grad() override {
+    fsdp_->zero_grad();
+    micro_batches_ = 0;
+  }
+
+  at::Tensor all_reduce_sum(const at::Tensor& t) override {
+    at::Tensor out = t.clone();
+    dist_->all_reduce_sum(out);
+    return out;
+  }
+
+  // The adapter in PEFT's format into output_dir; with lora.merge the merged model as the HF checkpoint
+  // in output_dir and the adapter in output_dir/adapter. Every rank joins the adapters' gathers.
+  void save(const SaveOptions& o) override {
+    at::NoGradGuard no_grad;
+    const bool writer = dist_->rank() == 0;
+    std::vector<std::pair<std::string, at::Tensor>> adapters;
+    for (size_t u = 0; u < fsdp_->units().size(); ++u)
+      for (auto& nt : fsdp_->gather_full_params(u, at::kFloat, writer)) adapters.push_back(std::move(nt));
+    if (writer) {
+      if (!lc_.merge) {
+        save_peft_adapter(o.output_dir, lc_, s_.config.model_name, adapters);
+      } else {
+        save_merged(o, adapters);
+      }
+    }
+    dist_->barrier();
+  }
+
+  void save_sharded(const std::string& dir, const LoopState& loop) override {
+    save_sharded_checkpoint(*fsdp_, dir, loop);
+  }
+
+  bool load_sharded(const std::string& dir, LoopState& loop) override {
+    weights_.clear();
+    return load_sharded_checkpoint(*fsdp_, dir, loop);
+  }
+
+  std::string after_first_step() const override {
+    std::string out = "recompute: " + std::to_string(recomputed_) + " of " + std::to_string(recompute_.size()) +
+                      " blocks (activation_checkpointing: " + s_.config.activation_checkpointing + "; " +
+                      std::to_string(per_block_ >> 20) + " MiB of activations per block";
+    if (free_bytes_ >= 0) out += ", " + std::to_string(free_bytes_ >> 20) + " MiB free before the first step";
+    return out + ")";
+  }
+
+  std::string describe() const override {
+    int64_t shard = 0;
+    for (auto& u : fsdp_->units()) shard += u->shard_numel;
+    int64_t total = 0;
+    for (auto& u : fsdp_->units()) total += u->numel;
+    std::string mods;
+    for (const auto& m : lc_.target_modules) mods += (mods.empty() ? "" : ",") + m;
+    std::ostringstream alpha;
+    alpha << lc_.alpha;
+    return "lora engine: r " + std::to_string(lc_.r) + ", alpha " + alpha.str() + " on " +
+           mods + ": " + std::to_string(total) + " trainable parameters (" + std::to_string(shard) +
+           " per rank, master " + c10::toString(s_.master_dtype) + ") over " + std::to_string(dist_->world_size()) +
+           " ranks (" + dist_->backend_name() + "), base frozen in " + c10::toString(s_.compute_dtype) +
+           " on every rank, attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
+           ", activation recomputation " + s_.config.activation_checkpointing;
+  }
+
+ private:
+  // Merged weights (W + alpha/r B A for every adapted linear), written tensor by tensor in checkpoint order.
+  void save_merged(const SaveOptions& o, const std::vector<std::pair<std::string, at::Tensor>>& adapters) {
+    const LlamaConfig& c = s_.model_config;
+    std::map<std::string, at::Tensor> ad(adapters.begin(), adapters.end());
+    CheckpointSaver saver(c, o);
+    const auto names = BlockWeights::names();  // "self_attn.q_proj.weight", ...
+    const auto shapes = BlockWeights::shapes(c);
+    std::vector<int64_t> offsets;
+    int64_t off = 0;
+    for (const auto& sh : shapes) {
+      offsets.push_back(off);
+      off += sh.size() == 1 ? sh[0] : sh[0] * sh[1];
+    }
+    size_t next = 0;  // specs: embeddings, the blocks in names() order, norm, lm_head
+    for (const auto& spec : saver.specs()) {
+      if (spec.name == "model.embed_tokens.weight") {
+        saver.write(spec.name, embed_);
+      } else if (spec.name == "model.norm.weight") {
+        saver.write(spec.name, norm_);
+      } else if (spec.name == "lm_head.weight") {
+        saver.write(spec.name, head_);
+      } else {
+        const size_t l = next / names.size(), i = next % names.size();
+        ++next;
+        int64_t n = 1;
+        for (int64_t d : shapes[i]) n *= d;
+        at::Tensor w = base_[l].narrow(0, offsets[i], n).view(shapes[i]);
+        const std::string& suffix = names[i];  // parent.module.weight
+        const std::string module = suffix.substr(suffix.find('.') + 1, suffix.rfind('.') - suffix.find('.') - 1);
+        if (lc_.targets(module)) {
+          const std::string stem = "model.layers." + std::to_string(l) + "." + suffix.substr(0, suffix.rfind('.'));
+          w = lora_merge(w, ad.at(stem + ".lora_A.weight"), ad.at(stem + ".lora_B.weight"), lc_.scaling());
+        }
+        if (spec.name != LlamaModel::block_param_name(static_cast<int64_t>(l), suffix))
+          throw Error("merged checkpoint: expected " + spec.name + ", have layer " + std::to_string(l) + " " + suffix);
+        saver.write(spec.name, w);
+      }
+    }
+    // The adapter beside the merged weights, in a subfolder: a folder with adapter_config.json at its top
+    // would make transformers load the adapter on top of the merged weights.
+    const std::string adir = saver.temp_dir() + "/adapter";
+    std::filesystem::create_directories(adir);
+    write_peft_adapter(adir, lc_, s_.config.model_name, adapters);
+    saver.commit();
+  }
+
+  // AIR_TRAIN_LORA_DUMP=DIR (one process): the first step's adapter gradients, before clipping, as
+  // DIR/grads.safetensors with PEFT's names (the gradient of the step's loss, summed over its micro-batches).
+  void dump_grads() {
+    grads_dumped_ = true;
+    if (dist_->world_size() != 1) {
+      std::cerr << "AIR_TRAIN_LORA_DUMP: gradients are dumped at world size 1 only\n";
+      return;
+    }
+    fsdp_->finish_backward();
+    std::vector<std::pair<std::string, at::Tensor>> out;
+    for (auto& u : fsdp_->units())
+      for (const auto& p : u->params)
+        out.emplace_back(kPeftPrefix + p.name, u->grad.narrow(0, p.offset, p.numel).view(p.shape).to(at::kCPU, at::kFloat));
+    std::filesystem::create_directories(dump_dir_);
+    write_safetensors(dump_dir_ + "/grads.safetensors", out);
+  }
+
+  void choose_recomputation(int64_t tokens) {
+    const LlamaConfig& c = s_.model_config;
+    const size_t L = base_.size();
+    const auto& mode = s_.config.activation_checkpointing;
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(s_.compute_dtype));
+    per_block_ = lora_block_saved_bytes(c, lc_, tokens, elem);
+    size_t keep = L;
+    if (mode == "true") keep = 0;
+    if (mode == "auto" && s_.device.is_cuda()) {
+      free_bytes_ = free_device_memory(s_.device);
+      const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 +
+                                6 * tokens * c.intermediate_size * elem + tokens * c.hidden_size * elem * 8 +
+                                (int64_t{3} << 30);
+      const int64_t budget = free_bytes_ - transient;
+      keep = budget <= 0 ? 0 : std::min<size_t>(L, static_cast<size_t>(budget / std::max<int64_t>(1, per_block_)));
+    }
+    recompute_.assign(L, false);
+    for (size_t l = 0; l < L - keep; ++l) recompute_[l] = true;
+    recomputed_ = L - keep;
+  }
+
+  EngineSetup s_;
+  LoraConfig lc_;
+  std::unique_ptr<Dist> dist_;
+  Rope rope_;
+  at::Tensor embed_, norm_, head_, norm_scratch_;
+  std::vector<at::Tensor> base_;  // per block: the frozen weights, flat in block_view's layout
+  std::vector<LoraParamSpec> specs_;
+  std::unique_ptr<Fsdp> fsdp_;
+  int64_t micro_batches_ = 0;
+  std::vector<LoraSaved> saved_;
+  std::vector<bool> recompute_;
+  size_t recomputed_ = 0;
+  int64_t per_block_ = 0, free_bytes_ = -1;
+  int64_t chunk_rows_ = 1;
+  std::string dump_dir_;
+  bool grads_dumped_ = false;
+  std::vector<LoraBlock> weights_;  // one process: per block, valid until the optimizer step
+  LoraBlock current_;               // sharded: the block just gathered
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_lora_engine(const EngineSetup& s) { return std::make_unique<LoraEngine>(s); }
+
+}  // namespace air::train
