@@ -48,6 +48,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_completion(app, ctx);
   setup_fs(app, ctx);
   setup_auth(app, ctx);
+  setup_team(app, ctx);
   // Global flags may follow the verb too (`air get run ID -o json`), as users of kubectl and gh expect.
   std::function<void(CLI::App*)> allow_globals_after = [&](CLI::App* a) {
     for (auto* sub : a->get_subcommands({})) {
