@@ -36,6 +36,8 @@ constexpr Verb kVerbs[] = {
     {"list", setup_list},     {"cancel", setup_cancel},   {"server", setup_server},
     {"node", setup_node},     {"secrets", setup_secrets}, {"ui", setup_ui},
     {"completion", setup_completion}, {"fs", setup_fs},   {"auth", setup_auth},
+    {"users", setup_team},    {"groups", setup_team},     {"tokens", setup_team},
+    {"audit", setup_team},
 };
 
 const Verb* find_verb(const std::string& name) {

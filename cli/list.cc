@@ -1,6 +1,6 @@
 // `air list` (also `air list runs`): the runs of the workspace, newest first; active ones unless
 // --all-status; --filter user=EMAIL|experiment=GLOB|status=S|accelerator_type=SUBSTR|num_accelerators=N.
-// Until the workspace has users (the team issue), every run belongs to its one user: the caller.
+// Your runs by default (the runs the token's user submitted); --all-users: every run you may view.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -44,7 +44,7 @@ std::string lower(std::string s) {
 
 bool matches(const api::RunInfo& r, const std::vector<Filter>& fs) {
   for (const auto& f : fs) {
-    if (f.key == "user" && f.value != workspace_user()) return false;
+    if (f.key == "user" && f.value != r.user) return false;
     if (f.key == "experiment" && fnmatch(f.value.c_str(), r.experiment_name.c_str(), FNM_CASEFOLD) != 0) return false;
     if (f.key == "status" && lower(f.value) != lower(r.state)) return false;
     if (f.key == "accelerator_type" && lower(r.accelerator_type).find(lower(f.value)) == std::string::npos) return false;
@@ -66,11 +66,11 @@ void setup_list(CLI::App& app, Context& ctx) {
   cmd->add_option("--limit", *limit, "Maximum number of runs to show (default 20, must be > 0)");
   cmd->add_flag("--all-status", *all, "Show runs in all states (default: active only)");
   cmd->add_flag("--all-users", *all_users,
-                "Show runs from all users (default: current user; every run is the workspace's one user's for now)");
+                "Show every user's runs you may view (default: your own)");
   cmd->add_option("--filter", *filters,
                   "Filter runs, e.g. experiment=foo* (repeatable): user, experiment (glob), accelerator_type, "
                   "num_accelerators, status");
-  cmd->callback([&ctx, what, limit, all, filters] {
+  cmd->callback([&ctx, what, limit, all, filters, all_users] {
     if (!what->empty() && *what != "runs") throw usage_error("air list knows 'runs' only, not '" + *what + "'");
     if (*limit <= 0) throw usage_error("invalid --limit " + std::to_string(*limit) + ": must be > 0");
     auto fs = parse_filters(*filters);
@@ -78,7 +78,11 @@ void setup_list(CLI::App& app, Context& ctx) {
     bool all_status = *all;
     for (const auto& f : fs) all_status = all_status || (f.key == "status" && is_run_terminal(f.value));
     Session s = connect(ctx);
-    std::string path = std::string(api::kPrefix) + "/runs" + (all_status ? "?all_status=1" : "");
+    // A user filter for someone else needs every user's runs.
+    bool every_user = *all_users;
+    for (const auto& f : fs) every_user = every_user || f.key == "user";
+    std::string path = std::string(api::kPrefix) + "/runs?all_status=" + (all_status ? "1" : "0") +
+                       "&all_users=" + (every_user ? "1" : "0");
     auto list = s.client->get_json(path).get<api::RunList>();
     std::vector<api::RunInfo> rows;
     for (auto& r : list.runs)
@@ -87,7 +91,7 @@ void setup_list(CLI::App& app, Context& ctx) {
       // The reference's fields (run_id, run_name, user, status, started_at, is_sweep), then ours.
       nlohmann::json j = nlohmann::json::array();
       for (const auto& r : rows)
-        j.push_back({{"run_id", r.run_id}, {"run_name", r.experiment_name}, {"user", workspace_user()},
+        j.push_back({{"run_id", r.run_id}, {"run_name", r.experiment_name}, {"user", r.user},
                      {"status", r.state}, {"started_at", r.started_at_ms ? nlohmann::json(format_iso(r.started_at_ms))
                                                                          : nlohmann::json(nullptr)},
                      {"is_sweep", false}, {"experiment_name", r.experiment_name},
@@ -104,6 +108,17 @@ void setup_list(CLI::App& app, Context& ctx) {
       return;
     }
     auto line = [&](auto... a) { *ctx.out << fmt::format("{:<10}{:<24}{:<13}{:<21}{:<11}{:<8}{}\n", a...); };
+    if (*all_users) {  // whose runs: a column only when they may be someone else's
+      auto row = [&](auto... a) { *ctx.out << fmt::format("{:<10}{:<16}{:<24}{:<13}{:<21}{:<11}{:<8}{}\n", a...); };
+      row("RUN ID", "USER", "EXPERIMENT", "STATUS", "SUBMITTED", "DURATION", "TRIES", "ACCELERATORS");
+      for (const auto& r : rows)
+        row(r.run_id, r.user.size() > 15 ? r.user.substr(0, 14) + "~" : r.user,
+            r.experiment_name.size() > 23 ? r.experiment_name.substr(0, 22) + "~" : r.experiment_name,
+            r.queue_position ? fmt::format("{} #{}", r.state, r.queue_position) : r.state, format_time(r.submitted_at_ms).substr(0, 19),
+            r.started_at_ms ? format_duration(run_duration_ms(r, now_ms())) : std::string("-"), r.attempts.size(),
+            fmt::format("{} x {}", r.num_accelerators, r.accelerator_type));
+      return;
+    }
     line("RUN ID", "EXPERIMENT", "STATUS", "SUBMITTED", "DURATION", "TRIES", "ACCELERATORS");
     for (const auto& r : rows)
       line(r.run_id, r.experiment_name.size() > 23 ? r.experiment_name.substr(0, 22) + "~" : r.experiment_name,

@@ -94,12 +94,6 @@ bool use_color(const Context& ctx, int fd) {
 }
 bool stderr_is_tty() { return ::isatty(2) == 1; }
 
-std::string workspace_user() {
-  if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_name;
-  const char* u = std::getenv("USER");
-  return u && *u ? u : "unknown";
-}
-
 void check_run_id(const std::string& id) {
   bool ok = !id.empty() && id.size() <= 64;
   for (char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');

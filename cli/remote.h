@@ -35,9 +35,6 @@ bool stderr_is_tty();
 // Whether output to fd (1 or 2) gets colour: --color always|never wins; else off when NO_COLOR is set to
 // anything non-empty (no-color.org), else on for a terminal.
 bool use_color(const Context& ctx, int fd);
-// Who owns the runs: until the workspace has users (the team issue), every run is its one user's, reported
-// as the caller's login name (`id -un`); `list --filter user=` and `--all-users` work against that.
-std::string workspace_user();
 // A run id as the user typed it: 1-64 of [A-Za-z0-9_-], else a usage error.
 void check_run_id(const std::string& id);
 

@@ -221,6 +221,60 @@ void add_deletes(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a)
   });
 }
 
+// Scope ACLs, as Databricks' CLI names them: put-acl SCOPE PRINCIPAL PERMISSION, get-acl, list-acls, delete-acl.
+void add_acls(CLI::App& parent, Context& ctx, const std::shared_ptr<Args>& a) {
+  auto principal = std::make_shared<std::string>(), permission = std::make_shared<std::string>();
+  auto* put = parent.add_subcommand("put-acl", "Grant a user or group READ, WRITE or MANAGE on a scope");
+  put->add_option("SCOPE", a->scope, "Scope name")->required();
+  put->add_option("PRINCIPAL", *principal, "User or group name")->required();
+  put->add_option("PERMISSION", *permission, "READ, WRITE or MANAGE")->required();
+  put->callback([&ctx, a, principal, permission] {
+    if (*permission != "READ" && *permission != "WRITE" && *permission != "MANAGE")
+      throw usage_error("invalid permission '" + *permission + "'", "use READ, WRITE or MANAGE");
+    SecretsClient c(secrets_endpoint(ctx));
+    call([&] { c.put_acl(a->scope, *principal, *permission); });
+    if (ctx.global.output == "json")
+      print_json(ctx, nlohmann::json{{"scope", a->scope}, {"principal", *principal}, {"permission", *permission}});
+    else *ctx.out << fmt::format("Granted {} on scope {} to {}\n", *permission, a->scope, *principal);
+  });
+  auto* get = parent.add_subcommand("get-acl", "Show the permission a principal holds on a scope");
+  get->add_option("SCOPE", a->scope, "Scope name")->required();
+  get->add_option("PRINCIPAL", *principal, "User or group name")->required();
+  get->callback([&ctx, a, principal] {
+    SecretsClient c(secrets_endpoint(ctx));
+    std::string perm;
+    call([&] { perm = c.get_acl(a->scope, *principal); });
+    if (ctx.global.output == "json") print_json(ctx, nlohmann::json{{"principal", *principal}, {"permission", perm}});
+    else *ctx.out << fmt::format("{}  {}\n", *principal, perm);
+  });
+  auto* list = parent.add_subcommand("list-acls", "List who holds which permission on a scope");
+  list->add_option("SCOPE", a->scope, "Scope name")->required();
+  list->callback([&ctx, a] {
+    SecretsClient c(secrets_endpoint(ctx));
+    std::vector<std::pair<std::string, std::string>> acls;
+    call([&] { acls = c.list_acls(a->scope); });
+    if (ctx.global.output == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& [p, perm] : acls) j.push_back({{"principal", p}, {"permission", perm}});
+      print_json(ctx, nlohmann::json{{"items", j}});
+      return;
+    }
+    size_t w = 9;
+    for (const auto& [p, perm] : acls) w = std::max(w, p.size());
+    *ctx.out << fmt::format("{:<{}}  {}\n", "Principal", w, "Permission");
+    for (const auto& [p, perm] : acls) *ctx.out << fmt::format("{:<{}}  {}\n", p, w, perm);
+  });
+  auto* del = parent.add_subcommand("delete-acl", "Remove a principal's permission on a scope");
+  del->add_option("SCOPE", a->scope, "Scope name")->required();
+  del->add_option("PRINCIPAL", *principal, "User or group name")->required();
+  del->callback([&ctx, a, principal] {
+    SecretsClient c(secrets_endpoint(ctx));
+    call([&] { c.delete_acl(a->scope, *principal); });
+    if (ctx.global.output == "json") print_json(ctx, nlohmann::json{{"scope", a->scope}, {"principal", *principal}});
+    else *ctx.out << fmt::format("Removed {}'s permission on scope {}\n", *principal, a->scope);
+  });
+}
+
 }  // namespace
 
 std::string read_secret_value(int fd, std::istream& piped, std::ostream& prompt, const std::string& what) {
@@ -250,6 +304,7 @@ void setup_secrets(CLI::App& app, Context& ctx) {
   add_put_secret(*cmd, ctx, a);
   add_lists(*cmd, ctx, a);
   add_deletes(*cmd, ctx, a);
+  add_acls(*cmd, ctx, a);
   for (auto* sub : cmd->get_subcommands({})) sub->fallthrough();  // --host after the verb works too
 }
 

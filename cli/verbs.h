@@ -33,5 +33,7 @@ void show_web_page(Context& ctx, const std::string& url, bool open);
 void setup_fs(CLI::App& app, Context& ctx);
 // `air auth profiles|login`: the profiles every verb may use (cli/auth.cc).
 void setup_auth(CLI::App& app, Context& ctx);
+// `air users`, `air groups`, `air tokens`, `air audit`: a workspace a team shares (cli/team.cc).
+void setup_team(CLI::App& app, Context& ctx);
 
 }  // namespace air::cli

@@ -128,7 +128,7 @@ HttpResponse Client::send(const std::string& method, const std::string& path, co
   if (!content_type.empty()) hdrs = curl().slist_append(hdrs, ("Content-Type: " + content_type).c_str());
   hdrs = curl().slist_append(hdrs, "Expect:");  // a 1 MiB log chunk must not wait for "100 Continue"
   curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  if (method == "POST" || method == "PUT") {
+  if (method == "POST" || method == "PUT" || method == "PATCH" || (method == "DELETE" && !body.empty())) {
     curl().easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
     curl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   }

@@ -103,6 +103,29 @@ std::vector<SecretInfo> SecretsClient::list_secrets(const std::string& scope) {
   return out;
 }
 
+void SecretsClient::put_acl(const std::string& scope, const std::string& principal, const std::string& permission) {
+  call("POST", "/api/2.0/secrets/acls/put",
+       nlohmann::json{{"scope", scope}, {"principal", principal}, {"permission", permission}}.dump());
+}
+
+std::string SecretsClient::get_acl(const std::string& scope, const std::string& principal) {
+  auto j = nlohmann::json::parse(call("GET", "/api/2.0/secrets/acls/get?scope=" + q(scope) + "&principal=" + q(principal), {}),
+                                 nullptr, false);
+  return j.is_object() ? j.value("permission", "") : "";
+}
+
+std::vector<std::pair<std::string, std::string>> SecretsClient::list_acls(const std::string& scope) {
+  auto j = nlohmann::json::parse(call("GET", "/api/2.0/secrets/acls/list?scope=" + q(scope), {}), nullptr, false);
+  std::vector<std::pair<std::string, std::string>> out;
+  if (j.is_object() && j.contains("items") && j["items"].is_array())
+    for (const auto& a : j["items"]) out.emplace_back(a.value("principal", ""), a.value("permission", ""));
+  return out;
+}
+
+void SecretsClient::delete_acl(const std::string& scope, const std::string& principal) {
+  call("POST", "/api/2.0/secrets/acls/delete", nlohmann::json{{"scope", scope}, {"principal", principal}}.dump());
+}
+
 std::string SecretsClient::get_secret(const std::string& scope, const std::string& key) {
   std::string body = call("GET", "/api/2.0/secrets/get?scope=" + q(scope) + "&key=" + q(key), {});
   auto j = nlohmann::json::parse(body, nullptr, false);

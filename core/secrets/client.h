@@ -58,6 +58,11 @@ class SecretsClient {
   // The value's bytes (the API returns them base64-encoded).
   std::string get_secret(const std::string& scope, const std::string& key);
   void delete_secret(const std::string& scope, const std::string& key);
+  // Scope ACLs: (principal, READ|WRITE|MANAGE).
+  void put_acl(const std::string& scope, const std::string& principal, const std::string& permission);
+  std::string get_acl(const std::string& scope, const std::string& principal);  // the permission
+  std::vector<std::pair<std::string, std::string>> list_acls(const std::string& scope);
+  void delete_acl(const std::string& scope, const std::string& principal);
 
  private:
   std::string call(const std::string& method, const std::string& path, const std::string& body);

@@ -85,9 +85,19 @@ void fields(V& v, auto&& f) {
   f("exists", v.exists);
 }
 
+template <class V> requires Is<V, RunPermission>
+void fields(V& v, auto&& f) {
+  f("user_name", v.user_name);
+  f("group_name", v.group_name);
+  f("service_principal_name", v.service_principal_name);
+  f("permission_level", v.permission_level);
+}
+
 template <class V> requires Is<V, RunInfo>
 void fields(V& v, auto&& f) {
   f("run_id", v.run_id);
+  f("user", v.user);
+  f("permissions", v.permissions);
   f("experiment_name", v.experiment_name);
   f("state", v.state);
   f("status_message", v.status_message);
@@ -312,6 +322,7 @@ AIR_WIRE_JSON(Metric)
 AIR_WIRE_JSON(NodeInfo)
 AIR_WIRE_JSON(AttemptInfo)
 AIR_WIRE_JSON(VolumeUsage)
+AIR_WIRE_JSON(RunPermission)
 AIR_WIRE_JSON(RunInfo)
 AIR_WIRE_JSON(RunList)
 AIR_WIRE_JSON(CancelReply)

@@ -73,8 +73,17 @@ struct VolumeUsage {
   bool exists = false;
 };
 
+// One entry of a run's access list: the workload's `permissions:` (Databricks' job permission levels
+// CAN_VIEW < CAN_MANAGE_RUN < CAN_MANAGE), exactly one principal each.
+struct RunPermission {
+  std::string user_name, group_name, service_principal_name;
+  std::string permission_level;
+};
+
 struct RunInfo {
   std::string run_id;
+  std::string user;                          // the owner: who submitted it
+  std::vector<RunPermission> permissions;    // who else may see or manage it
   std::string experiment_name;
   std::string state = "PENDING";
   std::string status_message;
@@ -178,6 +187,8 @@ void to_json(nlohmann::json& j, const AttemptInfo& v);
 void from_json(const nlohmann::json& j, AttemptInfo& v);
 void to_json(nlohmann::json& j, const VolumeUsage& v);
 void from_json(const nlohmann::json& j, VolumeUsage& v);
+void to_json(nlohmann::json& j, const RunPermission& v);
+void from_json(const nlohmann::json& j, RunPermission& v);
 void to_json(nlohmann::json& j, const RunInfo& v);
 void from_json(const nlohmann::json& j, RunInfo& v);
 void to_json(nlohmann::json& j, const RunList& v);

@@ -312,6 +312,9 @@ void WorkloadDecoder::decode_permissions(Entry e, Workload& w) {
     if (Entry level = get(&item, "level")) {
       p.level = trim(*text(level));
       if (p.level.empty()) error_key(level, fmt::format("permissions[{}]: 'level' is empty", i));
+      else if (p.level != "CAN_VIEW" && p.level != "CAN_MANAGE_RUN" && p.level != "CAN_MANAGE")
+        error(*level.value, fmt::format("permissions[{}]: unknown level '{}'", i, p.level),
+              "use CAN_VIEW, CAN_MANAGE_RUN or CAN_MANAGE (Databricks' job permission levels)");
     }
     w.permissions.push_back(p);
   }

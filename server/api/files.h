@@ -10,7 +10,7 @@ namespace air::server {
 
 class Workspace;
 
-// Registers the routes. Who may do what: the admin token everything; a node token only paths inside the
+// Registers the routes. Who may do what: any user token everything (volume grants: not yet); a node token only paths inside the
 // volumes its run's workload names (NodeSpec::volumes); docs/volumes.md.
 void install_files_routes(http::Server& srv, Workspace& ws);
 

@@ -4,6 +4,7 @@
 #include "server/api/router.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <fmt/format.h>
 #include <unistd.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include "core/client/local_daemon.h"
 #include "server/http/server.h"
 #include "server/api/files.h"
+#include "server/api/identity.h"
 #include "server/backends/local.h"
 #include "server/workspace/config.h"
 #include "server/workspace/services.h"
@@ -78,23 +80,30 @@ class Api {
  public:
   Api(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
 
+  void observe(const http::Request& req, const http::Response& res) { audit(req, res); }
+
   void install() {
     srv_.Get(kApi + "/health", [](const http::Request&, http::Response& res) {
       send_json(res, api::Health{"ok", AIR_VERSION, static_cast<int>(::getpid())});
     });
-    admin("POST", "/runs", [this](const auto& req, auto& res, const auto&) {
+    user("POST", "/runs", [this](const auto& req, auto& res, const auto&, const Principal& who) {
       api::SubmitRequest sr = parse_body(req).template get<api::SubmitRequest>();
-      send_json(res, ws_.submit(sr), 201);
+      send_json(res, ws_.submit(sr, who), 201);
     });
-    admin("GET", "/runs", [this](const auto& req, auto& res, const auto&) {
+    // ?all_users=1: every run the caller may view; else the caller's own.
+    user("GET", "/runs", [this](const auto& req, auto& res, const auto&, const Principal& who) {
       int limit = static_cast<int>(query_u64(req, "limit", 0));
-      bool all = req.get_param_value("all_status") == "1" || req.get_param_value("all_status") == "true";
-      send_json(res, ws_.list(limit, all));
+      bool all = flag(req, "all_status"), all_users = flag(req, "all_users");
+      send_json(res, ws_.list(limit, all, who, all_users));
     });
-    admin("GET", R"(/runs/([A-Za-z0-9_-]+))",
-          [this](const auto&, auto& res, const auto& m) { send_json(res, ws_.get(m[1])); });
-    admin("POST", R"(/runs/([A-Za-z0-9_-]+)/cancel)",
-          [this](const auto&, auto& res, const auto& m) { send_json(res, ws_.cancel(m[1])); });
+    user("GET", R"(/runs/([A-Za-z0-9_-]+))", [this](const auto&, auto& res, const auto& m, const Principal& who) {
+      ws_.require_run(who, m[1], RunLevel::kCanView);
+      send_json(res, ws_.get(m[1]));
+    });
+    user("POST", R"(/runs/([A-Za-z0-9_-]+)/cancel)", [this](const auto&, auto& res, const auto& m, const Principal& who) {
+      ws_.require_run(who, m[1], RunLevel::kCanManageRun);
+      send_json(res, ws_.cancel(m[1]));
+    });
     node_routes();
     log_routes();
     snapshot_routes();
@@ -102,6 +111,7 @@ class Api {
     install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
     install_web_ui(srv_);        // the run page itself, at /
     install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
+    install_identity_routes(srv_, ws_);  // SCIM, tokens, the audit log (server/api/identity.cc)
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -134,24 +144,34 @@ class Api {
     }
   }
 
+  static bool flag(const http::Request& req, const char* name) {
+    return req.get_param_value(name) == "1" || req.get_param_value(name) == "true";
+  }
+
   Principal auth(const http::Request& req) const {
-    auto p = ws_.authenticate(bearer(req));
-    if (!p) throw HttpError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
+    std::string why;
+    auto p = ws_.authenticate(bearer(req), &why);
+    if (!p) throw HttpError(401, "UNAUTHENTICATED", why);
     return *p;
   }
 
   // Gates run after the headers, before the body: a request without the right token is answered at once.
-  http::Gate admin_gate() const {
+  // User routes take any user's token; what the user may do is each handler's check (access.h).
+  http::Gate user_gate() const {
     return [this](const http::Request& req, http::Response&) {
-      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not do that");
+      if (auth(req).is_node())
+        throw HttpError(403, "PERMISSION_DENIED", "a node token may use only its own attempt's node endpoints");
       return true;
     };
   }
-  // Node endpoints accept the node token of that very run and attempt (or the admin token).
+  // Node endpoints accept the node token of that very run and attempt (or an admin's token).
   http::Gate node_gate() const {
     return [this](const http::Request& req, http::Response&) {
       Principal p = auth(req);
-      if (!p.admin && (p.run_id != req.matches[1].str() || p.attempt != std::stoi(req.matches[2].str())))
+      if (p.admin) return true;
+      if (!p.is_node())
+        throw HttpError(403, "PERMISSION_DENIED", "only the run's node token (or an admin) may use node endpoints");
+      if (p.run_id != req.matches[1].str() || p.attempt != std::stoi(req.matches[2].str()))
         throw HttpError(403, "PERMISSION_DENIED", "this node token belongs to another run or attempt");
       return true;
     };
@@ -164,8 +184,45 @@ class Api {
     else if (method == "POST") srv_.Post(p, wrapped, std::move(o));
   }
 
-  void admin(const std::string& method, const std::string& pattern, Handler h) {
-    route(method, pattern, std::move(h), {kJsonBody, admin_gate()});
+  using UserHandler = std::function<void(const http::Request&, http::Response&, const Match&, const Principal&)>;
+  void user(const std::string& method, const std::string& pattern, UserHandler h) {
+    route(method, pattern, [this, h](const auto& req, auto& res, const auto& m) { h(req, res, m, auth(req)); },
+          {kJsonBody, user_gate()});
+  }
+
+  // The audit log: every state-changing request and every secret read, with who, the route, the object
+  // and the answer's status. A node's own traffic (log appends, status, metrics) is left out unless refused;
+  // its secret reads are kept. Never a body: the objects are names picked from the request.
+  void audit(const http::Request& req, const http::Response& res) {
+    bool secret_read = req.path == "/api/2.0/secrets/get";
+    if ((req.method == "GET" || req.method == "HEAD") && !secret_read) return;
+    auto who = ws_.authenticate(bearer(req));
+    if (who && who->is_node() && res.status < 400 && !secret_read) return;
+    AuditEntry e;
+    e.time_ms = ws_.now_ms();
+    e.user = who ? who->name() : "";
+    e.method = req.method;
+    e.route = req.path;
+    e.object = audit_object(req);
+    e.status = res.status;
+    ws_.identity().audit(e);
+  }
+
+  // The named object of a request: the scope/key, principal, user, group or token id it names.
+  static std::string audit_object(const http::Request& req) {
+    json body = json::parse(req.body, nullptr, false);
+    auto pick = [&](const char* k) -> std::string {
+      if (req.has_param(k)) return req.get_param_value(k);
+      if (body.is_object() && body.contains(k) && body[k].is_string()) return body[k].get<std::string>();
+      return {};
+    };
+    std::string scope = pick("scope"), key = pick("key"), principal = pick("principal");
+    std::string out = scope;
+    if (!key.empty()) out += "/" + key;
+    if (!principal.empty()) out += (out.empty() ? "" : " ") + std::string("principal=") + principal;
+    for (const char* k : {"token_id", "userName", "displayName", "application_id", "path"})
+      if (std::string v = pick(k); !v.empty()) out += (out.empty() ? "" : " ") + std::string(k) + "=" + v;
+    return out;
   }
 
   void node(const std::string& method, const std::string& suffix, Handler h, uint64_t max_body = kJsonBody) {
@@ -203,8 +260,9 @@ class Api {
     }, kLogBody);
     // A follower with nothing new waits without a thread: the response is deferred until the log grows
     // (LogStore wakes the server) or wait_ms passes.
-    admin("GET", R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6})/logs)",
-          [this](const auto& req, auto& res, const auto& m) {
+    user("GET", R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6})/logs)",
+          [this](const auto& req, auto& res, const auto& m, const Principal& who) {
+            ws_.require_run(who, m[1], RunLevel::kCanView);
             std::optional<uint64_t> offset, tail;
             if (req.has_param("offset")) offset = query_u64(req, "offset", 0);
             if (req.has_param("tail")) tail = query_u64(req, "tail", 0);
@@ -217,7 +275,15 @@ class Api {
             bool ready = !r.chunk.data.empty() || r.done || wait.count() == 0;
             send_log(res, r);
             if (ready) return;
-            res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes](auto& res) {
+            std::string token = bearer(req);
+            res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes, token](auto& res) {
+              // A follower whose token is revoked or expires meanwhile is answered 401 at once.
+              std::string why;
+              if (!ws_.authenticate(token, &why)) {
+                res = http::Response();
+                send_error(res, 401, "UNAUTHENTICATED", why);
+                return true;
+              }
               LogRead r = ws_.read_log(run, attempt, node, from, std::nullopt, max_bytes, std::chrono::milliseconds(0));
               bool ready = !r.chunk.data.empty() || r.done;
               send_log(res, r);
@@ -237,7 +303,11 @@ class Api {
 
   void snapshot_routes() {
     const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
-    http::Gate any_token = [this](const http::Request& req, http::Response&) { return auth(req), true; };
+    // Read by the node tokens of runs with this snapshot, and by users who may view such a run.
+    http::Gate reader = [this](const http::Request& req, http::Response&) {
+      if (auto why = ws_.snapshot_refusal(auth(req), req.matches[1].str())) throw HttpError(403, "PERMISSION_DENIED", *why);
+      return true;
+    };
     srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
       std::string digest = req.matches[1];
       if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", "snapshot " + digest + " not found");
@@ -252,11 +322,8 @@ class Api {
         sink.write(buf.data(), static_cast<size_t>(got));
         return true;
       });
-    }, {0, any_token});  // admin or any node token
-    auto admin_only = [this](const http::Request& req, http::Response&) {
-      if (!auth(req).admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not upload snapshots");
-      return true;
-    };
+    }, {0, reader});
+    auto uploader = user_gate();  // any user submits code
     // Streamed to disk while hashed (BlobWriter); a body past the limit is refused from its headers (413).
     srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
       std::string digest = req.matches[1];
@@ -283,7 +350,7 @@ class Api {
         throw HttpError(400, "DIGEST_MISMATCH", e.what());
       }
       send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
-    }, {ws_.options().max_snapshot_bytes, admin_only});
+    }, {ws_.options().max_snapshot_bytes, uploader});
   }
 
   // Databricks' secrets API and MLflow's tracking API, at their own paths (server/workspace/services.h says who may
@@ -292,11 +359,15 @@ class Api {
     auto h = [this](const http::Request& req, http::Response& res) {
       auto who = ws_.authenticate(bearer(req));
       std::vector<SecretRef> refs;
-      if (who && !who->admin && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
+      if (who && who->is_node() && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
         for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
-      ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body);
+      RunCheck may_use_run = [this, &who](const std::string& run, bool write) -> std::optional<std::string> {
+        auto a = ws_.run_access(run);
+        return run_refusal(*who, run, a.owner, a.grants, write ? RunLevel::kCanManageRun : RunLevel::kCanView);
+      };
+      ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body, may_use_run);
       // Metrics from a node of a running attempt keep its stall watchdog quiet (no log line needed).
-      if (who && !who->admin && r.status == 200 && req.method == "POST" &&
+      if (who && who->is_node() && r.status == 200 && req.method == "POST" &&
           (req.path == "/api/2.0/mlflow/runs/log-batch" || req.path == "/api/2.0/mlflow/runs/log-metric"))
         ws_.note_metrics(who->run_id, who->attempt);
       send_json(res, r.body, r.status);
@@ -373,6 +444,13 @@ std::string with_port(const std::string& url, int port) {
 
 }  // namespace
 
+void install_routes(http::Server& srv, Workspace& ws) {
+  auto api = std::make_shared<Api>(srv, ws);
+  api->install();
+  // The routes capture the Api by pointer: keep it alive with the server's one observer.
+  srv.set_observer([api](const http::Request& req, const http::Response& res) { api->observe(req, res); });
+}
+
 int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   fs::create_directories(o.home);
   // Signals are taken by one thread with sigwait; every other thread (pool, ticker) has them blocked.
@@ -399,6 +477,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.max_unpack_bytes = o.max_unpack_bytes;
   wo.max_unpack_entries = o.max_unpack_entries;
   wo.volumes_root = o.volumes_root;
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) wo.admin_user = pw->pw_name;  // `air list`'s "you"
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   NodeBackend nb = make_backend(o);
   wo.probe_volumes_ns = nb.name == "local";  // Slurm nodes are other machines: their agents say it
@@ -409,8 +488,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   if (nb.file.default_runtime_minutes) wo.default_runtime_minutes = *nb.file.default_runtime_minutes;
   if (nb.file.preemption) wo.preemption = *nb.file.preemption;
   Workspace ws(wo, std::move(nb.backend));
-  Api api(*srv, ws);  // lives as long as the server: the routes capture it
-  api.install();
+  install_routes(*srv, ws);
 
   ws.set_log_listener([raw = srv.get()] { raw->wake(); });  // log followers wait without a thread
   int port = -1;

@@ -28,6 +28,12 @@ struct ServerOptions {
   std::vector<std::string> slurm_options;  // extra sbatch options
 };
 
+namespace http { class Server; }
+class Workspace;
+// Registers every route of the workspace on `srv` (what serve() does; the security test does the same).
+// `ws` must outlive the server.
+void install_routes(http::Server& srv, Workspace& ws);
+
 // Runs until SIGINT or SIGTERM. Writes $home/server.json (0600: pid, url, token) once listening.
 // Returns an exit code.
 int serve(const ServerOptions& opts, std::ostream& out, std::ostream& err);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/base/codec.h"
+#include "server/workspace/access.h"
 
 namespace air::server {
 
@@ -97,17 +98,40 @@ bool node_may_read(const SecretsCaller& caller, const std::string& scope, const 
   return false;
 }
 
+// The permission each op needs on its scope (scopes/create and scopes/list need none).
+const char* needed_permission(const std::string& op) {
+  if (op == "list" || op == "get") return "READ";
+  if (op == "put" || op == "delete") return "WRITE";
+  if (op == "scopes/delete" || op.rfind("acls/", 0) == 0) return "MANAGE";
+  return "";
+}
+
+ApiReply acls(SecretStore& store, const std::string& op, const nlohmann::json& p) {
+  std::string scope = required_string(p, "scope");
+  if (op == "acls/put") {
+    store.put_acl(scope, required_string(p, "principal"), required_string(p, "permission"));
+    return {};
+  }
+  if (op == "acls/get") {
+    std::string principal = required_string(p, "principal");
+    auto perm = store.get_acl(scope, principal);
+    if (!perm)
+      throw SecretError("RESOURCE_DOES_NOT_EXIST", fmt::format("scope '{}' has no ACL for principal '{}'", scope, principal));
+    return {200, {{"principal", principal}, {"permission", *perm}}};
+  }
+  if (op == "acls/list") {
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& [principal, perm] : store.list_acls(scope)) items.push_back({{"principal", principal}, {"permission", perm}});
+    return {200, {{"items", items}}};
+  }
+  store.delete_acl(scope, required_string(p, "principal"));  // acls/delete
+  return {};
+}
+
 ApiReply dispatch(SecretStore& store, const std::string& method, const std::string& op,
                   const nlohmann::json& p, const SecretsCaller& caller) {
-  struct Route {
-    const char* op;
-    const char* method;
-  };
-  static const Route routes[] = {{"scopes/create", "POST"}, {"scopes/list", "GET"}, {"scopes/delete", "POST"},
-                                 {"put", "POST"},           {"list", "GET"},        {"get", "GET"},
-                                 {"delete", "POST"}};
-  const Route* route = nullptr;
-  for (const auto& r : routes)
+  const SecretsEndpoint* route = nullptr;
+  for (const auto& r : secrets_endpoints())
     if (op == r.op) route = &r;
   if (!route) return error_reply(404, "ENDPOINT_NOT_FOUND", fmt::format("no API found for '{}{}'", kPrefix, op));
   if (method != route->method)
@@ -117,8 +141,20 @@ ApiReply dispatch(SecretStore& store, const std::string& method, const std::stri
   if (caller.role == SecretsCaller::Role::kNode && op != "get")
     return error_reply(403, "PERMISSION_DENIED", "a node token may only read the secrets its run references");
 
+  // The caller's right on the scope the request names (admins: all of them).
+  if (const char* need = needed_permission(op); *need && caller.role != SecretsCaller::Role::kAdmin) {
+    std::string scope = required_string(p, "scope");
+    if (caller.role == SecretsCaller::Role::kNode && !node_may_read(caller, scope, required_string(p, "key")))
+      return error_reply(403, "PERMISSION_DENIED",
+                         fmt::format("this run does not reference secret {}/{}", scope, required_string(p, "key")));
+    std::string have = caller.owner_admin ? "MANAGE" : store.permission(scope, caller.principals);
+    if (auto why = secret_refusal(caller.name, scope, have, need))
+      return error_reply(403, "PERMISSION_DENIED",
+                         caller.role == SecretsCaller::Role::kNode ? "the run's owner: " + *why : *why);
+  }
+
   if (op == "scopes/create") {
-    store.create_scope(required_string(p, "scope"));
+    store.create_scope(required_string(p, "scope"), caller.role == SecretsCaller::Role::kUser ? caller.name : "");
     return {};
   }
   if (op == "scopes/list") {
@@ -130,6 +166,7 @@ ApiReply dispatch(SecretStore& store, const std::string& method, const std::stri
     store.delete_scope(required_string(p, "scope"));
     return {};
   }
+  if (op.rfind("acls/", 0) == 0) return acls(store, op, p);
   if (op == "put") return put_secret(store, p);
   if (op == "list") {
     nlohmann::json secrets = nlohmann::json::array();
@@ -139,9 +176,6 @@ ApiReply dispatch(SecretStore& store, const std::string& method, const std::stri
   }
   if (op == "get") {
     std::string scope = required_string(p, "scope"), key = required_string(p, "key");
-    if (caller.role == SecretsCaller::Role::kNode && !node_may_read(caller, scope, key))
-      return error_reply(403, "PERMISSION_DENIED",
-                         fmt::format("this run does not reference secret {}/{}", scope, key));
     SecretValue v = store.get_secret(scope, key);
     return {200, {{"key", key}, {"value", base64_encode(v.bytes)}}};
   }
@@ -151,6 +185,14 @@ ApiReply dispatch(SecretStore& store, const std::string& method, const std::stri
 }
 
 }  // namespace
+
+const std::vector<SecretsEndpoint>& secrets_endpoints() {
+  static const std::vector<SecretsEndpoint> routes = {
+      {"scopes/create", "POST"}, {"scopes/list", "GET"}, {"scopes/delete", "POST"}, {"put", "POST"},
+      {"list", "GET"},           {"get", "GET"},         {"delete", "POST"},        {"acls/put", "POST"},
+      {"acls/get", "GET"},       {"acls/list", "GET"},   {"acls/delete", "POST"}};
+  return routes;
+}
 
 std::string path_without_query(const std::string& path) { return path.substr(0, path.find('?')); }
 

@@ -19,19 +19,39 @@ struct ApiReply {
 };
 
 // Who is calling, as the server's authentication decided it.
-//  - kAdmin: the workspace's user token (the CLI). May manage scopes and secrets and read values (/get;
-//    Databricks lets a user with READ do the same through its API).
+//  - kAdmin: a workspace admin: everything, on every scope.
+//  - kUser: a user; `principals` are its name and its groups. Rights come from the scope's ACLs
+//    (READ: list and get; WRITE: also put and delete secrets; MANAGE: also ACLs and deleting the scope);
+//    creating a scope gives the creator MANAGE. Listing scopes shows every scope's name (as Databricks does).
 //  - kNode: a node agent's run-scoped token. May only /get the scope/key pairs its run references
-//    (`readable`); everything else, including listing, is PERMISSION_DENIED.
+//    (`readable`), and only while the run's owner (`principals`) may READ the scope; everything else is
+//    PERMISSION_DENIED.
 //  - kNone: no valid token: UNAUTHENTICATED.
 struct SecretsCaller {
-  enum class Role { kNone, kAdmin, kNode };
+  enum class Role { kNone, kAdmin, kUser, kNode };
   Role role = Role::kNone;
   std::vector<SecretRef> readable;
+  std::string name;                     // the user (for a node: the run's owner), for messages
+  std::vector<std::string> principals;  // the user (or owner) and its groups
+  bool owner_admin = false;             // kNode: the run's owner is an admin (every scope readable)
 
-  static SecretsCaller admin() { return {Role::kAdmin, {}}; }
-  static SecretsCaller node(std::vector<SecretRef> refs) { return {Role::kNode, std::move(refs)}; }
+  static SecretsCaller admin(std::string name = {}) { return {Role::kAdmin, {}, std::move(name), {}, false}; }
+  static SecretsCaller user(std::string name, std::vector<std::string> principals) {
+    return {Role::kUser, {}, std::move(name), std::move(principals), false};
+  }
+  // A node of a run owned by `owner` (its principals; owner_admin: an admin's run).
+  static SecretsCaller node(std::vector<SecretRef> refs, std::string owner, std::vector<std::string> principals,
+                            bool owner_admin) {
+    return {Role::kNode, std::move(refs), std::move(owner), std::move(principals), owner_admin};
+  }
 };
+
+// The secrets endpoints this handler serves (op after /api/2.0/secrets/, and its method).
+struct SecretsEndpoint {
+  const char* op;
+  const char* method;
+};
+const std::vector<SecretsEndpoint>& secrets_endpoints();
 
 // True for paths this handler owns ("/api/2.0/secrets/..."), so a router can dispatch by prefix.
 bool is_secrets_path(const std::string& path);

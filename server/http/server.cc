@@ -374,7 +374,7 @@ void Server::Impl::end_request(Conn& c) {
 
 void Server::Impl::run_handler(Conn& c, Request& req, Response& res, const ContentReader* reader) {
   try {
-    if (!c.gated && c.route->options.gate && !c.route->options.gate(req, res)) return;
+    if (!c.gated && c.route->options.gate && !c.route->options.gate(req, res)) return observe(req, res);
     c.gated = true;
     if (reader) c.route->reader(req, res, *reader);
     else c.route->handler(req, res);
@@ -382,6 +382,16 @@ void Server::Impl::run_handler(Conn& c, Request& req, Response& res, const Conte
     res = Response();
     if (on_exception) on_exception(req, res, std::current_exception());
     else on_error(res, 500, "internal error");
+  }
+  observe(req, res);
+}
+
+void Server::Impl::observe(const Request& req, const Response& res) {
+  if (!observer) return;
+  try {
+    observer(req, res);
+  } catch (...) {
+    // The answer stands; an observer's failure (a full disk under the audit log) must not change it.
   }
 }
 
@@ -400,6 +410,7 @@ void Server::Impl::dispatch(const std::shared_ptr<Conn>& c, bool gate_only) {
         *c->res = Response();
         if (on_exception) on_exception(*c->req, *c->res, std::current_exception());
       }
+      if (!passed) observe(*c->req, *c->res);
     } else {
       run_handler(*c, *c->req, *c->res, nullptr);
     }

@@ -101,6 +101,13 @@ using ExceptionHandler = std::function<void(const Request&, Response&, std::exce
 // Renders the errors the server itself answers (400, 404, 405, 408, 413, 431, ...).
 using ErrorHandler = std::function<void(Response&, int status, const std::string& message)>;
 
+// Told of every request a route answered (after its handler, or after its gate refused it): the audit log.
+using Observer = std::function<void(const Request&, const Response&)>;
+
+struct RouteInfo {
+  std::string method, pattern;  // as registered
+};
+
 struct RouteOptions {
   uint64_t max_body = 1 << 20;
   Gate gate;
@@ -138,6 +145,9 @@ class Server {
   void Patch(const std::string& pattern, Handler h, RouteOptions o = {});
   void set_exception_handler(ExceptionHandler h);
   void set_error_handler(ErrorHandler h);
+  void set_observer(Observer o);  // before listen()
+  // Every registered route, in registration order (the security test walks them all).
+  std::vector<RouteInfo> routes() const;
 
   // Binds without SO_REUSEPORT (two servers never share a port). port 0: any free port. Returns the
   // bound port, or -1 with errno set.

@@ -22,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Route {
   std::string method;
+  std::string pattern_text;
   std::regex pattern;
   Handler handler;
   ReaderHandler reader;
@@ -154,6 +155,7 @@ struct Server::Impl {
   SSL_CTX* ssl_ctx = nullptr;
   std::vector<std::unique_ptr<Route>> routes;
   ExceptionHandler on_exception;
+  Observer observer;
   ErrorHandler on_error = default_error;
   int listen_fd = -1, epfd = -1, evfd = -1;
   std::unordered_map<int, std::shared_ptr<Conn>> conns;
@@ -190,6 +192,7 @@ struct Server::Impl {
   void dispatch(const std::shared_ptr<Conn>& c, bool gate_only);
   void dispatch_stream(const std::shared_ptr<Conn>& c);
   void run_handler(Conn& c, Request& req, Response& res, const ContentReader* reader);
+  void observe(const Request& req, const Response& res);
   void begin_response(const std::shared_ptr<Conn>& c);
   void poll_deferred(const std::shared_ptr<Conn>& c);
   void wake_waiters(bool all);

@@ -333,6 +333,7 @@ bool Server::tls() const { return impl_->ssl_ctx != nullptr; }
 void Server::add(const std::string& method, const std::string& pattern, Handler h, ReaderHandler rh, RouteOptions o) {
   auto r = std::make_unique<Route>();
   r->method = method;
+  r->pattern_text = pattern;
   r->pattern = std::regex(pattern);
   r->handler = std::move(h);
   r->reader = std::move(rh);
@@ -349,6 +350,12 @@ void Server::Delete(const std::string& p, Handler h, RouteOptions o) { add("DELE
 void Server::Patch(const std::string& p, Handler h, RouteOptions o) { add("PATCH", p, std::move(h), nullptr, std::move(o)); }
 void Server::set_exception_handler(ExceptionHandler h) { impl_->on_exception = std::move(h); }
 void Server::set_error_handler(ErrorHandler h) { impl_->on_error = std::move(h); }
+void Server::set_observer(Observer o) { impl_->observer = std::move(o); }
+std::vector<RouteInfo> Server::routes() const {
+  std::vector<RouteInfo> out;
+  for (const auto& r : impl_->routes) out.push_back({r->method, r->pattern_text});
+  return out;
+}
 
 int Server::bind(const std::string& host, int port) {
   addrinfo hints{}, *res = nullptr;

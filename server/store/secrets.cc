@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -121,6 +122,10 @@ void require_key_name(const std::string& key) {
 bool valid_scope_name(const std::string& s) { return valid_name(s, true); }
 bool valid_secret_key(const std::string& s) { return valid_name(s, false); }
 
+int secret_permission_rank(const std::string& p) {
+  return p == "READ" ? 1 : p == "WRITE" ? 2 : p == "MANAGE" ? 3 : 0;
+}
+
 void migrate_secrets(sqlite3* db) {
   sql::exec(db, R"(
     CREATE TABLE IF NOT EXISTS secret_scopes(
@@ -134,6 +139,11 @@ void migrate_secrets(sqlite3* db) {
       sealed BLOB NOT NULL,
       updated_ms INTEGER NOT NULL,
       PRIMARY KEY(scope_id, key));
+    CREATE TABLE IF NOT EXISTS secret_acls(
+      scope_id INTEGER NOT NULL,
+      principal TEXT NOT NULL,
+      permission TEXT NOT NULL,
+      PRIMARY KEY(scope_id, principal));
   )");
 }
 
@@ -154,7 +164,7 @@ int64_t SecretStore::scope_id(const std::string& scope, std::string* canonical_n
   return st.i64(0);
 }
 
-void SecretStore::create_scope(const std::string& scope) {
+void SecretStore::create_scope(const std::string& scope, const std::string& creator) {
   require_scope_name(scope);
   std::lock_guard lock(mu_);
   sql::Transaction tx(db_->get());
@@ -168,6 +178,9 @@ void SecretStore::create_scope(const std::string& scope) {
     throw SecretError("RESOURCE_LIMIT_EXCEEDED", fmt::format("the workspace already has {} scopes", kMaxScopes));
   sql::Stmt ins(db_->get(), "INSERT INTO secret_scopes(name, created_ms) VALUES(?, ?)");
   ins.bind(1, scope).bind(2, now_ms()).run();
+  if (!creator.empty())
+    sql::Stmt(db_->get(), "INSERT INTO secret_acls(scope_id, principal, permission) VALUES(?, ?, 'MANAGE')")
+        .bind(1, int64_t{sqlite3_last_insert_rowid(db_->get())}).bind(2, creator).run();
   tx.commit();
 }
 
@@ -184,6 +197,7 @@ void SecretStore::delete_scope(const std::string& scope) {
   sql::Transaction tx(db_->get());
   int64_t id = scope_id(scope, nullptr);
   sql::Stmt(db_->get(), "DELETE FROM secret_values WHERE scope_id = ?").bind(1, id).run();
+  sql::Stmt(db_->get(), "DELETE FROM secret_acls WHERE scope_id = ?").bind(1, id).run();
   sql::Stmt(db_->get(), "DELETE FROM secret_scopes WHERE id = ?").bind(1, id).run();
   tx.commit();
 }
@@ -271,6 +285,62 @@ std::vector<SecretRef> SecretStore::missing(const std::vector<SecretRef>& refs) 
     if (!seen && !exists(r)) out.push_back(r);
   }
   return out;
+}
+
+void SecretStore::put_acl(const std::string& scope, const std::string& principal, const std::string& permission) {
+  if (!secret_permission_rank(permission))
+    throw SecretError("INVALID_PARAMETER_VALUE",
+                      fmt::format("permission '{}' is invalid: use READ, WRITE or MANAGE", permission.substr(0, 100)));
+  if (principal.empty() || principal.size() > 128)
+    throw SecretError("INVALID_PARAMETER_VALUE", "principal must be a user or group name of 1-128 characters");
+  std::lock_guard lock(mu_);
+  int64_t id = scope_id(scope, nullptr);
+  sql::Stmt(db_->get(), "INSERT INTO secret_acls(scope_id, principal, permission) VALUES(?, ?, ?) "
+                        "ON CONFLICT(scope_id, principal) DO UPDATE SET permission = excluded.permission")
+      .bind(1, id).bind(2, principal).bind(3, permission).run();
+}
+
+std::optional<std::string> SecretStore::get_acl(const std::string& scope, const std::string& principal) {
+  std::lock_guard lock(mu_);
+  int64_t id = scope_id(scope, nullptr);
+  sql::Stmt st(db_->get(), "SELECT permission FROM secret_acls WHERE scope_id = ? AND principal = ?");
+  st.bind(1, id).bind(2, principal);
+  if (!st.step()) return std::nullopt;
+  return st.text(0);
+}
+
+std::vector<std::pair<std::string, std::string>> SecretStore::list_acls(const std::string& scope) {
+  std::lock_guard lock(mu_);
+  int64_t id = scope_id(scope, nullptr);
+  sql::Stmt st(db_->get(), "SELECT principal, permission FROM secret_acls WHERE scope_id = ? ORDER BY principal");
+  st.bind(1, id);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (st.step()) out.emplace_back(st.text(0), st.text(1));
+  return out;
+}
+
+void SecretStore::delete_acl(const std::string& scope, const std::string& principal) {
+  std::lock_guard lock(mu_);
+  std::string canonical;
+  int64_t id = scope_id(scope, &canonical);
+  sql::Stmt(db_->get(), "DELETE FROM secret_acls WHERE scope_id = ? AND principal = ?").bind(1, id).bind(2, principal).run();
+  if (sqlite3_changes(db_->get()) == 0)
+    throw SecretError("RESOURCE_DOES_NOT_EXIST",
+                      fmt::format("scope '{}' has no ACL for principal '{}'", canonical, principal));
+}
+
+std::string SecretStore::permission(const std::string& scope, const std::vector<std::string>& principals) {
+  if (!valid_scope_name(scope)) return "";
+  std::lock_guard lock(mu_);
+  sql::Stmt st(db_->get(), "SELECT a.principal, a.permission FROM secret_acls a JOIN secret_scopes s ON s.id = a.scope_id "
+                           "WHERE s.name = ?");
+  st.bind(1, scope);
+  std::string best;
+  while (st.step())
+    if (std::find(principals.begin(), principals.end(), st.text(0)) != principals.end() &&
+        secret_permission_rank(st.text(1)) > secret_permission_rank(best))
+      best = st.text(1);
+  return best;
 }
 
 }  // namespace air::server

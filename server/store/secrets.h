@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ constexpr size_t kMaxSecretsPerScope = 1000;
 // Scope names: letters, digits, '-', '_', '.', '@'; 1-128. Keys: letters, digits, '-', '_', '.'; 1-128.
 bool valid_scope_name(const std::string& s);
 bool valid_secret_key(const std::string& s);
+// READ=1, WRITE=2, MANAGE=3; 0 for anything else.
+int secret_permission_rank(const std::string& permission);
 
 class SecretStore {
  public:
@@ -64,7 +67,8 @@ class SecretStore {
   SecretStore(const std::string& db_path, MasterKey key);
   ~SecretStore();
 
-  void create_scope(const std::string& scope);
+  // `creator` (when given) gets MANAGE on the new scope, as on Databricks.
+  void create_scope(const std::string& scope, const std::string& creator = {});
   std::vector<std::string> list_scopes();  // sorted by name
   void delete_scope(const std::string& scope);  // and every secret in it
 
@@ -74,6 +78,14 @@ class SecretStore {
   void delete_secret(const std::string& scope, const std::string& key);
 
   bool exists(const SecretRef& ref);
+
+  // Scope ACLs (Databricks' READ < WRITE < MANAGE); a principal is a user or group name.
+  void put_acl(const std::string& scope, const std::string& principal, const std::string& permission);
+  std::optional<std::string> get_acl(const std::string& scope, const std::string& principal);
+  std::vector<std::pair<std::string, std::string>> list_acls(const std::string& scope);  // by principal
+  void delete_acl(const std::string& scope, const std::string& principal);
+  // The highest permission any of `principals` holds on the scope ("" for none; a missing scope is none).
+  std::string permission(const std::string& scope, const std::vector<std::string>& principals);
   // The refs (in the given order, without repeats) whose scope or key does not exist: `air run` lists
   // them all at once.
   std::vector<SecretRef> missing(const std::vector<SecretRef>& refs);

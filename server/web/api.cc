@@ -53,11 +53,27 @@ class WebApi {
   WebApi(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
 
   void install() {
-    get("/web/runs", [this](const Req& req, Res& res) { runs(req, res); });
-    get(kNode + "/lines", [this](const Req& req, Res& res) { lines(req, res); });
-    get(kNode + "/find", [this](const Req& req, Res& res) { find(req, res); });
-    get(kNode + "/download", [this](const Req& req, Res& res) { download(req, res); });
-    get("/web/metric", [this](const Req& req, Res& res) { metric(req, res); });
+    get("/web/runs", [this](const Req& req, Res& res, const Principal& who) { runs(req, res, who); });
+    // The node routes: the caller needs CAN_VIEW on the run (server/workspace/access.h).
+    auto viewer = [this](void (WebApi::*f)(const Req&, Res&)) {
+      return [this, f](const Req& req, Res& res, const Principal& who) {
+        ws_.require_run(who, req.matches[1].str(), RunLevel::kCanView);
+        (this->*f)(req, res);
+      };
+    };
+    get(kNode + "/lines", viewer(&WebApi::lines));
+    get(kNode + "/find", viewer(&WebApi::find));
+    get(kNode + "/download", viewer(&WebApi::download));
+    get("/web/metric", [this](const Req& req, Res& res, const Principal& who) {
+      // An MLflow run's metrics: CAN_VIEW on the air run it belongs to (admins: any MLflow run).
+      std::string mlflow_run = req.get_param_value("run_id");
+      auto air_run = mlflow_run.empty() ? std::nullopt : ws_.services().mlflow().air_run_of(mlflow_run);
+      if (air_run) ws_.require_run(who, *air_run, RunLevel::kCanView);
+      else if (!who.admin && !mlflow_run.empty())
+        throw HttpError(403, "PERMISSION_DENIED",
+                        fmt::format("MLflow run {} belongs to no air run: only workspace admins may read it here", mlflow_run));
+      metric(req, res);
+    });
   }
 
  private:
@@ -67,13 +83,14 @@ class WebApi {
     bool done = false;
   };
 
-  void get(const std::string& pattern, std::function<void(const Req&, Res&)> h) {
+  void get(const std::string& pattern, std::function<void(const Req&, Res&, const Principal&)> h) {
     srv_.Get(api::kPrefix + pattern, [this, h](const Req& req, Res& res) {
-      auto who = ws_.authenticate(bearer(req));
-      if (!who) throw HttpError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
-      if (!who->admin) throw HttpError(403, "PERMISSION_DENIED", "this token may not do that");
+      std::string why;
+      auto who = ws_.authenticate(bearer(req), &why);
+      if (!who) throw HttpError(401, "UNAUTHENTICATED", why);
+      if (who->is_node()) throw HttpError(403, "PERMISSION_DENIED", "a node token may not use the run page's API");
       res.set_header("Cache-Control", "no-store");
-      h(req, res);
+      h(req, res, *who);
     });
   }
 
@@ -108,7 +125,17 @@ class WebApi {
       // wait is over; the server re-polls on every log append (Server::wake) and on its tick.
       const std::string id = req.matches[1].str();
       const int attempt = std::stoi(req.matches[2].str()), node = std::stoi(req.matches[3].str());
-      res.defer(std::chrono::steady_clock::now() + wait, [this, id, attempt, node, start, count](Res& r) {
+      const std::string token = bearer(req);
+      res.defer(std::chrono::steady_clock::now() + wait, [this, id, attempt, node, start, count, token](Res& r) {
+        // A token revoked (or expired) while the page waits ends the wait with 401.
+        std::string why;
+        if (!ws_.authenticate(token, &why)) {
+          r = Res();
+          r.status = 401;
+          r.set_content(json{{"error", {{"code", "UNAUTHENTICATED"}, {"message", why}, {"diagnostics", json::array()}}}}.dump(),
+                        "application/json");
+          return true;
+        }
         NodeLog now = node_log(id, attempt, node);
         send_lines(r, now, start, count);
         return now.done || index_.total_lines(now.path, now.size) > start;
@@ -221,9 +248,10 @@ class WebApi {
   }
 
   // The runs list (newest first) with the latest value of each run's loss, for the runs table.
-  void runs(const Req& req, Res& res) {
+  // Every run the caller may view (?mine=1: its own only).
+  void runs(const Req& req, Res& res, const Principal& who) {
     int limit = static_cast<int>(std::min<uint64_t>(param_u64(req, "limit", 200), 1000));
-    api::RunList list = ws_.list(limit, req.get_param_value("all_status") != "0");
+    api::RunList list = ws_.list(limit, req.get_param_value("all_status") != "0", who, req.get_param_value("mine") != "1");
     json out = json::array();
     for (auto& r : list.runs) {
       ws_.services().add_metrics(r, true);

@@ -2,6 +2,7 @@
 // workspace.db, the master key in secrets.key beside it), the submit-time check that every referenced
 // secret exists, and the routing of /api/2.0/secrets and /api/2.0/mlflow with the workspace's tokens.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,12 +51,16 @@ class WorkspaceServices {
 };
 
 // Who may do what on /api/2.0/secrets and /api/2.0/mlflow:
-//  - the admin token: everything;
-//  - a node token: secrets `get` of the scope/key pairs its run references (`run_refs`), and MLflow;
+//  - an admin: everything;
+//  - a user: secrets by the scopes' ACLs (server/api/secrets.h); MLflow runs of an air run by the run's
+//    permissions (`may_use_run(air_run, write)` returns the refusal), others freely;
+//  - a node token: secrets `get` of the scope/key pairs its run references (`run_refs`) while the run's
+//    owner may READ them, and MLflow runs of its own run;
 //  - anything else: UNAUTHENTICATED.
 // `target` is the request path with its query string.
+using RunCheck = std::function<std::optional<std::string>(const std::string& air_run, bool write)>;
 ApiReply handle_services_request(WorkspaceServices& services, const std::optional<Principal>& caller,
                                  const std::vector<SecretRef>& run_refs, const std::string& method,
-                                 const std::string& target, const std::string& body);
+                                 const std::string& target, const std::string& body, const RunCheck& may_use_run = {});
 
 }  // namespace air::server

@@ -61,7 +61,8 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       blobs_(opts_.home + "/blobs"),
       volumes_(opts_.volumes_root.empty() ? opts_.home + "/volumes" : opts_.volumes_root),
       logs_(opts_.home + "/runs"),
-      services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")) {
+      services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")),
+      identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
   setup_pools();
 }
@@ -80,6 +81,7 @@ void Workspace::start() {
       Principal p;
       if (scope == "admin") {
         p.admin = true;
+        p.user = identity_->bootstrap_admin();
       } else if (scope.rfind("run:", 0) == 0) {
         auto colon = scope.rfind(':');
         p.run_id = scope.substr(4, colon - 4);
@@ -90,6 +92,7 @@ void Workspace::start() {
     seq_ = store_.max_seq();
     for (auto& r : store_.load_runs()) {
       if (!r.info.idempotency_key.empty()) idempotency_[r.info.idempotency_key] = r.info.run_id;
+      if (r.info.user.empty()) r.info.user = identity_->bootstrap_admin();  // runs from before users existed
       services_->add_metrics(r.info, false);  // the attempts' MLflow run ids live in the MLflow tables
       std::string id = r.info.run_id;
       runs_[id] = std::move(r);
@@ -133,17 +136,88 @@ std::string Workspace::create_admin_token() {
   std::string hash = sha256_hex(token);
   std::lock_guard<std::mutex> g(mu_);
   store_.add_token(hash, "admin");
-  tokens_[hash] = Principal{true, "", 0};
+  Principal p;
+  p.admin = true;
+  p.user = identity_->bootstrap_admin();
+  tokens_[hash] = p;
   return token;
 }
 
-std::optional<Principal> Workspace::authenticate(const std::string& token) const {
-  if (token.empty()) return std::nullopt;
+Principal Workspace::bootstrap_principal() const {
+  Principal p;
+  p.admin = true;
+  p.user = identity_->bootstrap_admin();
+  p.groups = identity_->groups_of(p.user);
+  return p;
+}
+
+std::optional<Principal> Workspace::authenticate(const std::string& token, std::string* why) const {
+  auto refuse = [why](const char* reason) -> std::optional<Principal> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  if (token.empty()) return refuse("a bearer token is required (Authorization: Bearer <token>)");
   std::string hash = sha256_hex(token);
+  std::optional<Principal> p;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (auto it = tokens_.find(hash); it != tokens_.end()) {
+      p = it->second;
+      if (p->is_node())
+        if (auto r = runs_.find(p->run_id); r != runs_.end()) p->owner = r->second.info.user;
+    }
+  }
+  if (p) {
+    if (p->is_node()) {
+      p->owner_groups = identity_->groups_of(p->owner);
+      p->owner_admin = identity_->is_admin(p->owner);
+    }
+    else p->groups = identity_->groups_of(p->user);
+    return p;
+  }
+  auto t = identity_->token_by_hash(hash);
+  if (!t) return refuse("the token is unknown or was revoked");
+  if (t->expiry_ms >= 0 && now() >= t->expiry_ms) return refuse("the token has expired");
+  auto u = identity_->user(t->user_name);
+  if (!u || !u->active) return refuse("the token's user is deactivated");
+  Principal q;
+  q.user = t->user_name;
+  q.groups = identity_->groups_of(q.user);
+  q.admin = std::find(q.groups.begin(), q.groups.end(), kAdminsGroup) != q.groups.end();
+  return q;
+}
+
+std::pair<std::string, TokenInfo> Workspace::create_token(const std::string& user, int64_t lifetime_s,
+                                                          const std::string& comment) {
+  std::string token = "dapi" + random_token();  // Databricks' personal tokens start with dapi
+  int64_t t = now();
+  TokenInfo info = identity_->add_token(user, sha256_hex(token), comment, t, lifetime_s > 0 ? t + lifetime_s * 1000 : -1);
+  return {token, info};
+}
+
+Workspace::RunAccess Workspace::run_access(const std::string& run_id) const {
   std::lock_guard<std::mutex> g(mu_);
-  auto it = tokens_.find(hash);
-  if (it == tokens_.end()) return std::nullopt;
-  return it->second;
+  const RunRecord& r = find(run_id);
+  return {r.info.user, r.info.permissions};
+}
+
+std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, const std::string& digest) const {
+  if (who.admin) return std::nullopt;
+  std::lock_guard<std::mutex> g(mu_);
+  if (who.is_node()) {
+    auto it = runs_.find(who.run_id);
+    if (it != runs_.end() && it->second.info.snapshot_digest == digest) return std::nullopt;
+    return "this node token's run was not made from snapshot " + digest;
+  }
+  for (const auto& [id, r] : runs_)
+    if (r.info.snapshot_digest == digest && run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView)
+      return std::nullopt;
+  return fmt::format("user '{}' may view no run made from snapshot {}", who.user, digest);
+}
+
+void Workspace::require_run(const Principal& who, const std::string& run_id, RunLevel need) const {
+  RunAccess a = run_access(run_id);
+  if (auto why = run_refusal(who, run_id, a.owner, a.grants, need)) throw HttpError(403, "PERMISSION_DENIED", *why);
 }
 
 RunRecord& Workspace::find(const std::string& id) {
@@ -175,7 +249,9 @@ std::string Workspace::new_run_id() const {
   }
 }
 
-api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
+api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& who) {
+  if (who.is_node() || who.user.empty())
+    throw HttpError(403, "PERMISSION_DENIED", "a node token may not submit runs");
   ParseOptions po;
   po.check_paths = false;  // the paths are on the submitter's machine; the snapshot carries the files
   ParseResult parsed = parse_workload_text(req.workload_yaml, req.file_name.empty() ? "workload.yaml" : req.file_name,
@@ -185,6 +261,32 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
                     fmt::format("the workspace rejected {}", req.file_name.empty() ? "the workload" : req.file_name),
                     parsed.diagnostics);
   const Workload& w = *parsed.workload;
+  std::vector<api::RunPermission> grants;
+  for (size_t k = 0; k < w.permissions.size(); ++k) {
+    const auto& p = w.permissions[k];
+    api::RunPermission g;
+    g.permission_level = p.level;
+    if (p.principal_kind == "group_name") {
+      g.group_name = p.principal;
+      if (p.principal != kUsersGroup && !identity_->group(p.principal))
+        throw HttpError(400, "INVALID_PARAMETER_VALUE",
+                        fmt::format("permissions[{}]: group '{}' does not exist in this workspace", k, p.principal));
+    } else {
+      (p.principal_kind == "user_name" ? g.user_name : g.service_principal_name) = p.principal;
+      if (!identity_->user(p.principal))
+        throw HttpError(400, "INVALID_PARAMETER_VALUE",
+                        fmt::format("permissions[{}]: user '{}' does not exist in this workspace", k, p.principal));
+    }
+    grants.push_back(g);
+  }
+  // The owner must be able to READ every scope the run's nodes will read (checked again at each fetch).
+  if (!who.admin)
+    for (const auto& sr : w.secrets) {
+      if (!services_->secrets().exists({sr.scope, sr.key})) continue;  // reported below as missing
+      std::string have = services_->secrets().permission(sr.scope, acl_principals(who));
+      if (auto why = secret_refusal(who.user, sr.scope, have, "READ"))
+        throw HttpError(403, "PERMISSION_DENIED", fmt::format("secret {}/{} (as {}): {}", sr.scope, sr.key, sr.name, *why));
+    }
   if (auto missing = services_->missing_secrets(w, req.file_name); !missing.empty())
     throw HttpError(400, "SECRETS_MISSING",
                     fmt::format("{} secret(s) the workload references do not exist in this workspace", missing.size()),
@@ -220,12 +322,19 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req) {
   std::lock_guard<std::mutex> g(mu_);
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
   if (!key.empty()) {
-    if (auto it = idempotency_.find(key); it != idempotency_.end()) return runs_.at(it->second).info;
+    if (auto it = idempotency_.find(key); it != idempotency_.end()) {
+      const auto& earlier = runs_.at(it->second).info;
+      if (earlier.user != who.user)
+        throw HttpError(409, "RESOURCE_CONFLICT", "this idempotency key was used by another user's run; choose another");
+      return earlier;
+    }
   }
   RunRecord r;
   r.seq = ++seq_;
   auto& i = r.info;
   i.run_id = new_run_id();
+  i.user = who.user;
+  i.permissions = grants;
   i.experiment_name = w.experiment_name;
   i.state = "PENDING";
   i.status_message = "queued";
@@ -307,12 +416,14 @@ api::RunInfo Workspace::get(const std::string& id) const {
   return info;
 }
 
-api::RunList Workspace::list(int limit, bool all_status) const {
+api::RunList Workspace::list(int limit, bool all_status, const Principal& who, bool all_users) const {
   std::lock_guard<std::mutex> g(mu_);
   std::vector<const RunRecord*> rs;
   for (const auto& [id, r] : runs_) {
     auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
-    if (all_status || !is_terminal(st)) rs.push_back(&r);
+    if (!all_status && is_terminal(st)) continue;
+    if (all_users ? run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView : r.info.user == who.user)
+      rs.push_back(&r);
   }
   std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) { return a->seq > b->seq; });
   api::RunList out;

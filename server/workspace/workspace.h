@@ -18,6 +18,8 @@
 #include "server/backends/backend.h"
 #include "server/scheduler/policy.h"
 #include "server/store/blobs.h"
+#include "server/store/identity.h"
+#include "server/workspace/access.h"
 #include "server/store/logs.h"
 #include "server/store/store.h"
 #include "server/store/volumes.h"
@@ -55,14 +57,8 @@ struct WorkspaceOptions {
   int64_t default_runtime_minutes = 60;  // the runtime a run without timeout_minutes is assumed to take
   bool preemption = true;                // CRITICAL runs may stop BEST_EFFORT runs of their pool
   bool ticker = true;                // false: tests call tick() themselves
+  std::string admin_user = "admin";  // the bootstrap admin's name on a new database (`air server`: the login name)
   std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
-};
-
-// Who a bearer token belongs to: the admin (CLI), or the agents of one attempt of one run.
-struct Principal {
-  bool admin = false;
-  std::string run_id;
-  int attempt = 0;
 };
 
 struct LogRead {
@@ -82,11 +78,38 @@ class Workspace {
   void stop();
 
   std::string create_admin_token();  // returns the clear token; only its hash is kept
-  std::optional<Principal> authenticate(const std::string& token) const;
+  // Who the token is; nullopt for none, an unknown, revoked or expired token, or a deactivated user
+  // (`why` then says which, without the token).
+  std::optional<Principal> authenticate(const std::string& token, std::string* why = nullptr) const;
+  // A personal access token for `user`: the clear token (shown once) and its record. lifetime_s <= 0: none.
+  std::pair<std::string, TokenInfo> create_token(const std::string& user, int64_t lifetime_s, const std::string& comment);
+  IdentityStore& identity() { return *identity_; }
+  int64_t now_ms() const { return now(); }
 
-  api::RunInfo submit(const api::SubmitRequest& req);
+  // A run's owner and access list (throws 404 for an unknown run).
+  struct RunAccess {
+    std::string owner;
+    std::vector<api::RunPermission> grants;
+  };
+  RunAccess run_access(const std::string& run_id) const;
+  // Throws 403 PERMISSION_DENIED (naming the missing level) unless `who` has `need` on the run.
+  void require_run(const Principal& who, const std::string& run_id, RunLevel need) const;
+
+  // Who may download a code snapshot: admins, node tokens of a run made from it, users who may view such a
+  // run. The refusal, or nullopt.
+  std::optional<std::string> snapshot_refusal(const Principal& who, const std::string& digest) const;
+
+  // `who` becomes the run's owner; the workload's permissions are its access list. Refused (403) when the
+  // owner may not READ a secret scope the workload references.
+  api::RunInfo submit(const api::SubmitRequest& req, const Principal& who);
+  api::RunInfo submit(const api::SubmitRequest& req) { return submit(req, bootstrap_principal()); }
   api::RunInfo get(const std::string& run_id) const;
-  api::RunList list(int limit, bool all_status) const;
+  // Every run, as the bootstrap admin sees them (in-process callers).
+  api::RunList list(int limit, bool all_status) const { return list(limit, all_status, bootstrap_principal(), true); }
+  // The bootstrap admin, as its token authenticates.
+  Principal bootstrap_principal() const;
+  // The runs `who` may view: only its own unless all_users.
+  api::RunList list(int limit, bool all_status, const Principal& who, bool all_users) const;
   api::CancelReply cancel(const std::string& run_id);
 
   api::NodeSpec node_spec(const std::string& run_id, int attempt, int node) const;
@@ -172,6 +195,7 @@ class Workspace {
   std::string ns_probe_;  // "" when private /Volumes namespaces work here
   LogStore logs_;
   std::unique_ptr<WorkspaceServices> services_;
+  std::unique_ptr<IdentityStore> identity_;
   std::string url_;
 
   mutable std::mutex mu_;

@@ -51,7 +51,9 @@ TEST_CASE("completion: verbs from the command tree, filtered by the word typed s
   std::string all = complete({""});
   for (const char* verb : {"run\n", "get\n", "logs\n", "list\n", "cancel\n", "secrets\n", "completion\n"})
     CHECK(all.find(verb) != std::string::npos);
-  CHECK(complete({"secrets", "put"}) == "put-secret\n");
+  CHECK(complete({"secrets", "put"}) == "put-secret\nput-acl\n");
+  CHECK(complete({"secrets", "list-a"}) == "list-acls\n");
+  CHECK(complete({"users", ""}) == "add\nlist\nremove\n");
   CHECK(complete({"server", "st"}) == "status\nstop\n");
 }
 
@@ -77,7 +79,7 @@ TEST_CASE("completion: files for -f, folders for --download-to, 'run' then run i
   CHECK(complete({"logs", "--download-to", ""}) == ":dirs\n");
   CHECK(complete({"get", ""}) == "run\n");  // no workspace runs here: no ids, and none started
   // After a value-taking flag's value, positionals again.
-  CHECK(complete({"-o", "json", "g"}) == "get\n");
+  CHECK(complete({"-o", "json", "g"}) == "get\ngroups\n");
 }
 
 TEST_CASE("completion: run ids where a run id fits (logs, cancel, get run), from the workspace") {

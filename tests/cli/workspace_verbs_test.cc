@@ -154,7 +154,7 @@ TEST_CASE("cli: the workspace refuses a wrong token and a snapshot whose content
   auto d = air::read_daemon_info(h.dir);
   REQUIRE(d);
   air::Client bad(d->url, "not-the-token");
-  CHECK_THROWS_WITH(bad.get_json("/api/air/v1/runs"), "missing or unknown bearer token");
+  CHECK_THROWS_WITH(bad.get_json("/api/air/v1/runs"), "the token is unknown or was revoked");
   air::Client c(d->url, d->token);
   std::string content = "archive bytes";
   std::string file = h.dir + "/blob";

@@ -17,10 +17,14 @@ mkdir -p "$AIR_HOME"
 cleanup() {
   local rc=$?
   # Runs still active (a re-submit, a failed check) are canceled first so that no agent outlives the test.
+  # Every user's runs (the admin's token sees them all with --all-users).
   if "$AIR" server status >/dev/null 2>&1; then
-    "$AIR" cancel --all -y >/dev/null 2>&1 || true
+    local ids
+    ids=$("$AIR" -o json list --all-users 2>/dev/null | python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null || true)
+    # shellcheck disable=SC2086
+    [ -n "$ids" ] && { "$AIR" cancel $ids >/dev/null 2>&1 || true; }
     for _ in $(seq 1 150); do
-      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)" = 0 ] && break
+      [ "$("$AIR" -o json list --all-users 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)" = 0 ] && break
       sleep 0.1
     done
   fi

@@ -17,7 +17,7 @@ struct Workspace {
                                           const std::string& token) {
     SecretsCaller who;
     if (token == "admin-token") who = SecretsCaller::admin();
-    if (token == "node-token") who = SecretsCaller::node({{"my_scope", "hf_token"}});
+    if (token == "node-token") who = SecretsCaller::node({{"my_scope", "hf_token"}}, "admin", {}, true);
     return handle_secrets_request(store, m, p, b, who);
   }};
 };

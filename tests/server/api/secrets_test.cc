@@ -102,7 +102,7 @@ TEST_CASE("secrets API: a node token reads only what its run references") {
   f.post("scopes/create", {{"scope", "my_scope"}}, f.admin);
   f.post("put", {{"scope", "my_scope"}, {"key", "hf_token"}, {"string_value", "hf_value_1"}}, f.admin);
   f.post("put", {{"scope", "my_scope"}, {"key", "other"}, {"string_value", "other_value"}}, f.admin);
-  auto node = SecretsCaller::node({{"my_scope", "hf_token"}});
+  auto node = SecretsCaller::node({{"my_scope", "hf_token"}}, "admin", {}, true);  // a run of the admin's
   auto r = f.get("get?scope=my_scope&key=hf_token", node);
   CHECK(r.status == 200);
   CHECK(air::base64_decode(r.body["value"]).value() == "hf_value_1");

@@ -63,6 +63,8 @@ TEST_CASE("services: the admin token manages secrets, a node token reads only it
               .status == 200);
   std::string id = f.submit("secrets:\n  HF_TOKEN: my_scope/hf_token\n");
   Principal node{false, id, 1};
+  node.owner = "admin";  // the run's owner, as authenticate() fills it in: the admin may read every scope
+  node.owner_admin = true;
   std::vector<SecretRef> refs = {{"my_scope", "hf_token"}};
 
   ApiReply got = f.call(node, "GET", "/api/2.0/secrets/get?scope=my_scope&key=hf_token", {}, refs);
