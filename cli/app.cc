@@ -24,8 +24,8 @@ void render_error(std::ostream& err, const air::Error& e) {
   if (!e.hint().empty()) err << "  hint: " << e.hint() << "\n";
 }
 
-// The verbs, by the name each adds to the tree (a setup function that adds several is listed under each name). The tree is built for the one verb a command line names:
-// CLI11 spends ~1.5 M instructions building all of it, most of `air --version` once the libraries are static
+// The verbs, by the name each adds to the tree (a setup function that adds several is listed under each
+// name). The tree is built for the one verb a command line names: CLI11 spends ~1.5 M instructions building all of it, most of `air --version` once the libraries are static
 // (bench/cli_startup.sh). Help, completion of the verb itself and unknown verbs still see every verb.
 struct Verb {
   const char* name;
