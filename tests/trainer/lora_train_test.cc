@@ -81,7 +81,7 @@ std::string config_error(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("lora config: the block reads PEFT's names; bad values are located errors with hints") {
+TEST_CASE("lora config: the block reads PEFT's names, bad values are located errors with hints") {
   TrainConfig c;
   apply_yaml(c, "model_name: m\nlora:\n  r: 8\n  alpha: 16\n  target_modules: [v_proj, q_proj]\n  merge: true\n",
              "train.yaml");
@@ -139,7 +139,7 @@ TEST_CASE("lora config: the example workload's parameters read as a LoRA configu
   REQUIRE(c.model_name == "meta-llama/Llama-3.1-8B");
 }
 
-TEST_CASE("lora train: only the adapters move; PEFT's files and key names; merge = base + (alpha / r) B A") {
+TEST_CASE("lora train: only the adapters move, PEFT's files and key names, merge = base + (alpha / r) B A") {
   at::set_num_threads(1);
   const fs::path dir = temp_dir("merge");
   TrainConfig c = tiny((dir / "out").string());
@@ -303,7 +303,7 @@ Attempt attempt(int world, const fs::path& out, const std::string& env = "") {
 
 }  // namespace
 
-TEST_CASE("lora train: world size 2 follows world size 1; a retried attempt resumes the same curve") {
+TEST_CASE("lora train: world size 2 follows world size 1, a retried attempt resumes the same curve") {
   const fs::path root = temp_dir("world");
   Attempt one = attempt(1, root / "one");
   INFO(one.output);

@@ -51,7 +51,7 @@ TEST_CASE("identity store: users, groups, tokens and audit entries survive a reo
   CHECK(s.audit_log({"", 6, 10}).empty());  // since
 }
 
-TEST_CASE("identity store: deactivation drops tokens; names, duplicates and the bootstrap admin are guarded") {
+TEST_CASE("identity store: deactivation drops tokens, names, duplicates and the bootstrap admin are guarded") {
   TempDb db;
   IdentityStore s(db.path, "admin");
   s.add_user("bob", "Bob", 1);

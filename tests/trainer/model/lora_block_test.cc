@@ -54,7 +54,7 @@ TEST_CASE("lora: adapter tensors have PEFT's names and shapes, grouped by input"
   REQUIRE(lora_block_params(c, lora(lora_module_names())).size() == 14);
 }
 
-TEST_CASE("lora: PEFT's default init: A uniform within 1/sqrt(in), B zeros; gaussian A ~ N(0, 1/r)") {
+TEST_CASE("lora: PEFT's default init: A uniform within 1/sqrt(in), B zeros, gaussian A ~ N(0, 1/r)") {
   LlamaConfig c = testing::tiny_config(false, 97);
   for (const char* init : {"default", "gaussian"}) {
     LoraConfig lc = lora({"o_proj", "up_proj"}, 8);
