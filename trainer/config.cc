@@ -1,6 +1,7 @@
 // Reading, overriding, checking and printing TrainConfig. Errors are located (file:line:col, 1-based) and
 // all reported at once; a misspelt key gets a did-you-mean hint from edit distance.
 #include "trainer/config.h"
+#include "trainer/closest.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -158,17 +159,6 @@ const Field* find_field(const std::string& key) {
   return nullptr;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string source_line(const std::string& text, int line0) {
   std::istringstream in(text);
@@ -203,13 +193,12 @@ const std::vector<std::pair<std::string, std::string>>& config_keys() {
 }
 
 std::string closest_key(const std::string& key) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& f : fields()) {
-    size_t d = edit_distance(key, f.key);
-    if (d < best_d) best_d = d, best = f.key;
-  }
-  return best_d <= std::max<size_t>(2, key.size() / 3) ? best : "";
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const auto& f : fields()) k.push_back(f.key);
+    return k;
+  }();
+  return closest_choice(key, keys);
 }
 
 void apply_yaml(TrainConfig& c, const std::string& text, const std::string& name) {
@@ -372,6 +361,25 @@ uint64_t parse_size(const std::string& text) {
   } catch (...) {
     throw usage_error("max_shard_size: cannot read '" + text + "' as a size (like 5GB or 500MB)");
   }
+}
+
+std::string closest_choice(const std::string& word, const std::vector<std::string>& choices) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& c : choices)
+    if (size_t d = distance(word, c); d < best_d) best_d = d, best = c;
+  return best_d <= std::max<size_t>(2, word.size() / 3) ? best : "";
 }
 
 }  // namespace air::train

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "trainer/closest.h"
+
 namespace air::train {
 namespace {
 
@@ -28,24 +30,10 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   return s;
 }
 
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string nearest(const std::string& word, const std::vector<std::string>& choices) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& c : choices)
-    if (size_t d = distance(word, c); d < best_d) best_d = d, best = c;
-  return best_d <= std::max<size_t>(2, word.size() / 3) ? "did you mean '" + best + "'?" : "";
+  std::string best = closest_choice(word, choices);
+  return best.empty() ? "" : "did you mean '" + best + "'?";
 }
 
 std::string scalar(const YAML::Node& n, const std::string& path, const char* want) {

@@ -24,6 +24,7 @@
 #include "trainer/parallel/dist.h"
 #include "trainer/parallel/engine.h"
 #include "trainer/parallel/fsdp.h"
+#include "trainer/parallel/recompute.h"
 
 namespace air::train {
 namespace {
@@ -111,7 +112,7 @@ class LoraEngine : public Engine {
     const int64_t B = mb.input_ids.size(0), T = mb.input_ids.size(1), N = B * T;
     const size_t L = base_.size();
     const bool sharded = fsdp_->collectives();
-    if (recompute_.empty()) choose_recomputation(N);
+    if (!recompute_.chosen()) choose_recomputation(N);
     at::Tensor ids = mb.input_ids.to(dev).reshape({N});
     at::Tensor targets = mb.targets.to(dev).reshape({N});
     AttnPlan plan = make_attn_plan(c, rope_.inv_freq(), mb.positions, mb.segments, s_.compute_dtype, dev);
@@ -210,13 +211,7 @@ class LoraEngine : public Engine {
     return load_sharded_checkpoint(*fsdp_, dir, loop);
   }
 
-  std::string after_first_step() const override {
-    std::string out = "recompute: " + std::to_string(recomputed_) + " of " + std::to_string(recompute_.size()) +
-                      " blocks (activation_checkpointing: " + s_.config.activation_checkpointing + "; " +
-                      std::to_string(per_block_ >> 20) + " MiB of activations per block";
-    if (free_bytes_ >= 0) out += ", " + std::to_string(free_bytes_ >> 20) + " MiB free before the first step";
-    return out + ")";
-  }
+  std::string after_first_step() const override { return recompute_.summary(s_.config.activation_checkpointing); }
 
   std::string describe() const override {
     int64_t shard = 0;
@@ -301,24 +296,14 @@ class LoraEngine : public Engine {
 
   void choose_recomputation(int64_t tokens) {
     const LlamaConfig& c = s_.model_config;
-    const size_t L = base_.size();
-    const auto& mode = s_.config.activation_checkpointing;
     const int64_t elem = static_cast<int64_t>(c10::elementSize(s_.compute_dtype));
-    per_block_ = lora_block_saved_bytes(c, lc_, tokens, elem);
-    size_t keep = L;
-    if (mode == "true") keep = 0;
-    if (mode == "auto" && s_.device.is_cuda()) {
-      free_bytes_ = free_device_memory(s_.device);
-      const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 +
-                                6 * tokens * c.intermediate_size * elem + tokens * c.hidden_size * elem * 8 +
-                                (int64_t{3} << 30);
-      const int64_t budget = free_bytes_ - transient;
-      keep = budget <= 0 ? 0 : std::min<size_t>(L, static_cast<size_t>(budget / std::max<int64_t>(1, per_block_)));
-    }
-    recompute_.assign(L, false);
-    for (size_t l = 0; l < L - keep; ++l) recompute_[l] = true;
-    recomputed_ = L - keep;
+    const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 +
+                              6 * tokens * c.intermediate_size * elem + tokens * c.hidden_size * elem * 8 +
+                              (int64_t{3} << 30);
+    recompute_.choose(s_.config.activation_checkpointing, s_.device, base_.size(),
+                      lora_block_saved_bytes(c, lc_, tokens, elem), transient);
   }
+
 
   EngineSetup s_;
   LoraConfig lc_;
@@ -330,9 +315,7 @@ class LoraEngine : public Engine {
   std::unique_ptr<Fsdp> fsdp_;
   int64_t micro_batches_ = 0;
   std::vector<LoraSaved> saved_;
-  std::vector<bool> recompute_;
-  size_t recomputed_ = 0;
-  int64_t per_block_ = 0, free_bytes_ = -1;
+  RecomputePlan recompute_;
   int64_t chunk_rows_ = 1;
   std::string dump_dir_;
   bool grads_dumped_ = false;
