@@ -52,17 +52,20 @@ struct TreeNeed {
   const Verb* verb = nullptr;
 };
 
-// Reads the global options the way build_app declares them (-o/--output, -p/--profile and --color take a
-// value; --debug does not) up to the first bare word.
-TreeNeed tree_need(const std::vector<std::string>& words) {
+// Reads the command line up to its first bare word with the root's own options (add_globals: which take a
+// value is CLI11's to say), so a global option added later needs no change here.
+TreeNeed tree_need(const CLI::App& root, const std::vector<std::string>& words) {
   bool version = false;
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w == "--") break;
     if (w == "-h" || w == "--help" || w == "--help-all") return {};
     if (w == "--version") { version = true; continue; }
-    if (w == "-o" || w == "--output" || w == "-p" || w == "--profile" || w == "--color") { ++i; continue; }
-    if (!w.empty() && w[0] == '-') continue;
+    if (!w.empty() && w[0] == '-') {
+      const CLI::Option* o = w.find('=') == std::string::npos ? root.get_option_no_throw(w) : nullptr;
+      if (o != nullptr && o->get_type_size() != 0) ++i;  // its value is the next word
+      continue;
+    }
     const Verb* v = find_verb(w);
     if (v == nullptr) return {};  // CLI11 names the unknown word and lists the verbs
     return {TreeNeed::kOne, v};
@@ -70,7 +73,7 @@ TreeNeed tree_need(const std::vector<std::string>& words) {
   return version ? TreeNeed{TreeNeed::kNone, nullptr} : TreeNeed{};
 }
 
-void build_app(CLI::App& app, Context& ctx, const TreeNeed& need) {
+void add_globals(CLI::App& app, Context& ctx) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("air ") + AIR_VERSION);
   app.add_option("-o,--output", ctx.global.output, "Output format")
@@ -82,7 +85,9 @@ void build_app(CLI::App& app, Context& ctx, const TreeNeed& need) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->default_val("auto");
   app.add_flag("--debug", ctx.global.debug, "Print debugging details");
+}
 
+void add_verbs(CLI::App& app, Context& ctx, const TreeNeed& need) {
   if (need.kind == TreeNeed::kOne) need.verb->setup(app, ctx);
   if (need.kind == TreeNeed::kAll) {
     // One setup function may add several verbs (listed once per name above): each runs once.
@@ -116,12 +121,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   // The word being completed (the last) may be a verb's prefix: only the words before it choose the tree.
   if (args.size() >= 2 && args[1] == "__complete") {
     std::vector<std::string> words(args.begin() + 2, args.end());
-    TreeNeed need = words.empty() ? TreeNeed{} : tree_need({words.begin(), words.end() - 1});
+    add_globals(app, ctx);
+    TreeNeed need = words.empty() ? TreeNeed{} : tree_need(app, {words.begin(), words.end() - 1});
     if (need.kind == TreeNeed::kNone) need = {};
-    build_app(app, ctx, need);
+    add_verbs(app, ctx, need);
     return run_complete(app, words, ctx);
   }
-  build_app(app, ctx, tree_need({args.begin() + (args.empty() ? 0 : 1), args.end()}));
+  add_globals(app, ctx);
+  add_verbs(app, ctx, tree_need(app, {args.begin() + (args.empty() ? 0 : 1), args.end()}));
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;
