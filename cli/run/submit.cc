@@ -62,8 +62,8 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
   std::string path = std::string(api::kPrefix) + "/snapshots/" + a.sha256;
   if (!cs.remote_volume.empty()) {
     VolumePath vp = volume_snapshot_path(cs.remote_volume, a.sha256);
-    path = files_api_url(vp) + "?overwrite=true";
     if (c.head(files_api_url(vp))) return u;
+    path = files_api_url(vp) + "?overwrite=true";
     if (ctx.global.output == "text") *ctx.err << "  snapshot store: " << vp.str() << "\n";
   } else if (c.head(path)) {
     return u;
