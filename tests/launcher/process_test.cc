@@ -117,8 +117,9 @@ TEST_CASE("a command that cannot start is a clear error", "[process]") {
 }
 
 TEST_CASE("stopping the group ends grandchildren too, even ones that ignore SIGTERM", "[process]") {
-  // Two background grandchildren, one of which ignores SIGTERM, plus a subshell of its own.
-  ChildProcess c(bash("sleep 300 & (trap '' TERM; sleep 300; sleep 300) & (sleep 300) & echo started; wait"));
+  // Two background grandchildren, one of which ignores SIGTERM, plus a subshell of its own. The TERM-ignoring
+  // subshell says "started" once its trap is set (an outer echo could come first, and SIGTERM then killed it).
+  ChildProcess c(bash("sleep 300 & (trap '' TERM; echo started; sleep 300; sleep 300) & (sleep 300) & wait"));
   char buf[64];
   pollfd fd{c.stdout_fd(), POLLIN, 0};
   REQUIRE(poll(&fd, 1, 5000) == 1);
