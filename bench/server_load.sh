@@ -4,7 +4,11 @@
 # a body past its limit, and `get run` throughput. With AIR_BASELINE=/path/to/older/air the connection and
 # throughput rows are measured against that binary's server too (the cpp-httplib server before issue 22).
 #   bench/server_load.sh [AGENTS] [SECONDS] [IDLE] [SLOWLORIS]     (defaults: 1000 300 10000 1000)
+# `team` mode (issue 29's figure): what the permission rule costs `get run` on a workspace with USERS users in
+# 20 groups and RUNS runs (owners spread over the users, 0-3 `permissions:` grants each), one table:
+#   bench/server_load.sh team [USERS] [RUNS] [SECONDS]              (defaults: 1000 100000 10)
 set -euo pipefail
+if [ "${1:-}" = team ]; then shift; exec bash "$(dirname "$0")/team_load.sh" "$@"; fi
 here="$(cd "$(dirname "$0")" && pwd)"
 BIN="${AIR_BIN_DIR:-$here/../build/bin}"
 AIR="$BIN/air"
