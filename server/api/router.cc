@@ -474,6 +474,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.home = o.home;
   wo.bin_dir = o.bin_dir;
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  wo.audit_retention_days = o.audit_retention_days;
   wo.max_unpack_bytes = o.max_unpack_bytes;
   wo.max_unpack_entries = o.max_unpack_entries;
   wo.volumes_root = o.volumes_root;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/base/error.h"
@@ -74,7 +75,20 @@ void Workspace::set_url(const std::string& url) {
   url_ = url;
 }
 
+int64_t Workspace::prune_audit(bool force) {
+  int64_t t = now();
+  if (opts_.audit_retention_days <= 0 || (!force && t - audit_pruned_ms_.load() < 3'600'000)) return 0;
+  audit_pruned_ms_ = t;
+  try {
+    return identity_->prune_audit(t - int64_t{opts_.audit_retention_days} * 86'400'000);
+  } catch (const std::exception& e) {  // a busy or full database: the next hour tries again
+    std::fprintf(stderr, "air server: cannot prune the audit log: %s\n", e.what());
+    return 0;
+  }
+}
+
 void Workspace::start() {
+  prune_audit(true);
   {
     std::lock_guard<std::mutex> g(mu_);
     for (const auto& [hash, scope] : store_.tokens()) {

@@ -57,6 +57,7 @@ struct WorkspaceOptions {
   int64_t default_runtime_minutes = 60;  // the runtime a run without timeout_minutes is assumed to take
   bool preemption = true;                // CRITICAL runs may stop BEST_EFFORT runs of their pool
   bool ticker = true;                // false: tests call tick() themselves
+  int audit_retention_days = 365;    // audit entries older than this are deleted (on start, then hourly); 0: kept
   std::string admin_user = "admin";  // the bootstrap admin's name on a new database (`air server`: the login name)
   std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
 };
@@ -134,6 +135,9 @@ class Workspace {
   const WorkspaceOptions& options() const { return opts_; }
   // One scheduler pass; the tick thread calls it, tests may too.
   void tick();
+  // Deletes audit entries past audit_retention_days (start() and tick() call it; at most hourly unless forced).
+  // Returns how many were deleted.
+  int64_t prune_audit(bool force = false);
 
  private:
   struct NodeRuntime {
@@ -218,6 +222,7 @@ class Workspace {
   int64_t last_job_poll_ms_ = 0;
   std::string last_job_poll_error_;
   int64_t seq_ = 0;
+  std::atomic<int64_t> audit_pruned_ms_{0};  // when prune_audit last ran
 
   std::atomic<bool> stopping_{false};
   std::thread ticker_;
