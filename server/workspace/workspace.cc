@@ -221,12 +221,15 @@ std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, con
   if (who.is_node()) {
     auto it = runs_.find(who.run_id);
     if (it != runs_.end() && it->second.info.snapshot_digest == digest) return std::nullopt;
-    return "this node token's run was not made from snapshot " + digest;
+    return fmt::format("a node token may read only its own run's snapshot; run {} was not made from snapshot {}",
+                       who.run_id, digest);
   }
   for (const auto& [id, r] : runs_)
     if (r.info.snapshot_digest == digest && run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView)
       return std::nullopt;
-  return fmt::format("user '{}' may view no run made from snapshot {}", who.user, digest);
+  return fmt::format("user '{}' lacks CAN_VIEW on every run made from snapshot {}; a run's owner can grant it under "
+                     "permissions: in the workload",
+                     who.user, digest);
 }
 
 void Workspace::require_run(const Principal& who, const std::string& run_id, RunLevel need) const {

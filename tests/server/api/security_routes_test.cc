@@ -305,8 +305,11 @@ TEST_CASE("security: every route x every role gives the status docs/security.md 
       INFO("docs/security.md:" << r.line << ": " << r.method << " " << r.path << " as " << role << " -> "
                                << res->status << " " << res->body.substr(0, 300));
       CHECK(res->status == r.expect.at(role));
-      // A refusal names what is missing: PERMISSION_DENIED / UNAUTHENTICATED with a message.
+      // A refusal names what is missing: PERMISSION_DENIED / UNAUTHENTICATED with a message; a 403 says which
+      // permission the caller lacks (or what the token may do instead).
       if (res->status == 403 || res->status == 401) CHECK(res->body.find("message") != std::string::npos);
+      if (res->status == 403)
+        CHECK(std::regex_search(res->body, std::regex(R"(lacks [A-Z_]+ (on|permission)|lacks ownership|only|node token)")));
     }
 }
 
