@@ -45,6 +45,8 @@ int64_t system_now_ms() {
 
 HttpError not_found(const std::string& what) { return HttpError(404, "NOT_FOUND", what); }
 
+}  // namespace
+
 // The /Volumes paths a run's workload names: in its command, env_variables and parameters.
 std::vector<std::string> named_volume_paths(const std::string& spec_json) {
   auto t = json::parse(spec_json);
@@ -52,8 +54,6 @@ std::vector<std::string> named_volume_paths(const std::string& spec_json) {
   for (const auto& kv : t.value("env", json::array())) text += "\n" + kv.at(1).get<std::string>();
   return volume_paths_in(text);
 }
-
-}  // namespace
 
 Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
     : opts_(std::move(opts)),
@@ -63,8 +63,10 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       volumes_(opts_.volumes_root.empty() ? opts_.home + "/volumes" : opts_.volumes_root),
       logs_(opts_.home + "/runs"),
       services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")),
-      identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)) {
+      identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)),
+      volume_acl_(std::make_unique<VolumeAcl>(opts_.home + "/workspace.db")) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
+  adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
   setup_pools();
 }
 
@@ -308,6 +310,26 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
     throw HttpError(400, "SECRETS_MISSING",
                     fmt::format("{} secret(s) the workload references do not exist in this workspace", missing.size()),
                     missing);
+  // The owner must be able to READ every volume the workload names (the node mount and the node token
+  // follow the same rule); a volume that does not exist yet becomes the submitter's.
+  std::vector<std::string> volume_keys;
+  {
+    std::string text = w.command + "\n" + w.parameters_yaml;
+    for (const auto& [k, v] : w.env_variables) text += "\n" + v;
+    std::vector<std::string> paths = volume_paths_in(text);
+    if (w.code_source && !w.code_source->remote_volume.empty()) paths.push_back(w.code_source->remote_volume);
+    for (const auto& path : paths) {
+      std::string key;
+      try {
+        key = parse_volume_path(path).volume_key();
+      } catch (const FsError&) {
+        continue;  // the workload's own check reports a bad remote_volume
+      }
+      if (!key.empty() && std::find(volume_keys.begin(), volume_keys.end(), key) == volume_keys.end())
+        volume_keys.push_back(key);
+    }
+  }
+  std::vector<std::string> new_volumes = check_run_volumes(volume_keys, who);
   // With code_source remote_volume the snapshot lives in that volume (air run put it there), not in the
   // workspace's snapshot store.
   std::string snapshot_path;
@@ -335,6 +357,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
                                 w.compute.nodes,
                                 opts_.pools.empty() ? "this workspace's machine" : "pool '" + pool + "'",
                                 it->second.second));
+  for (const auto& key : new_volumes) volume_acl_->ensure(key, who.user, now());
 
   std::lock_guard<std::mutex> g(mu_);
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
@@ -503,10 +526,7 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
   for (const auto& a : r.info.attempts)
     if (a.number == attempt) s.mlflow_run_id = a.mlflow_run_id;
   s.volumes_root = volumes_.root();
-  for (const auto& path : named_volume_paths(r.spec_json)) {
-    std::string key = parse_volume_path(path).volume_key();
-    if (std::find(s.volumes.begin(), s.volumes.end(), key) == s.volumes.end()) s.volumes.push_back(key);
-  }
+  node_volumes(r.info.user, r.spec_json, s);
   return s;
 }
 
