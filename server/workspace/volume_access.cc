@@ -61,8 +61,8 @@ void Workspace::require_volume(const Principal& who, const std::string& key, con
   auto rec = volume_record(key);
   if (!rec) {
     if (need == kReadVolume) return;  // nothing there to read: the store answers 404
-    volume_acl_->ensure(key, who.is_node() ? who.owner : who.user, now());  // the creator owns it
-    return;
+    // The creator owns it; when another caller created it a moment earlier, theirs is the record checked.
+    rec = volume_acl_->ensure(key, who.is_node() ? who.owner : who.user, now());
   }
   if (auto why = volume_refusal(who, volume_full_name(key), rec->owner, volume_granted(who, key), need))
     throw FsError(403, "PERMISSION_DENIED", *why);

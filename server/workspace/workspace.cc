@@ -357,7 +357,12 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
                                 w.compute.nodes,
                                 opts_.pools.empty() ? "this workspace's machine" : "pool '" + pool + "'",
                                 it->second.second));
-  for (const auto& key : new_volumes) volume_acl_->ensure(key, who.user, now());
+  for (const auto& key : new_volumes) {  // the submitter's now, unless another user made it meanwhile
+    VolumeRecord rec = volume_acl_->ensure(key, who.user, now());
+    if (auto why = volume_refusal(who, volume_full_name(key), rec.owner, volume_granted(who, key), kReadVolume))
+      throw HttpError(403, "PERMISSION_DENIED",
+                      fmt::format("the workload names /Volumes/{}, which its owner may not read: {}", key, *why));
+  }
 
   std::lock_guard<std::mutex> g(mu_);
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
