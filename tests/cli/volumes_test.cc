@@ -53,7 +53,7 @@ struct Home {
 
 }  // namespace
 
-TEST_CASE("cli: air volumes grants, lists and revokes; bad input and another user are refused with the reason") {
+TEST_CASE("cli: air volumes grants, lists and revokes, and refuses bad input and another user with the reason") {
   Home h;
   REQUIRE(air_cli({"fs", "mkdir", "dbfs:/Volumes/main/t/v"}).code == 0);
   auto bob = air_cli({"-o", "json", "users", "add", "bob", "--token"});
