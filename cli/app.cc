@@ -37,7 +37,7 @@ constexpr Verb kVerbs[] = {
     {"node", setup_node},     {"secrets", setup_secrets}, {"ui", setup_ui},
     {"completion", setup_completion}, {"fs", setup_fs},   {"auth", setup_auth},
     {"users", setup_team},    {"groups", setup_team},     {"tokens", setup_team},
-    {"audit", setup_team},
+    {"audit", setup_team},    {"volumes", setup_volumes},
 };
 
 const Verb* find_verb(const std::string& name) {

@@ -41,14 +41,15 @@ struct Fs {
   Context& ctx;
   bool progress = false;
 
-  // Metadata of a remote path: nullopt when nothing is there.
-  std::optional<bool> is_dir(const VolumePath& p) {
+  // Metadata of a remote path: nullopt when nothing is there. `refused_unknown`: a refusal (no READ_VOLUME)
+  // is nullopt too, for an upload, whose own answer then names what is missing (WRITE_VOLUME).
+  std::optional<bool> is_dir(const VolumePath& p, bool refused_unknown = false) {
     if (p.parts.size() < 3) return true;
     auto r = c.request("HEAD", url("directories", p));
     if (r.status == 200) return true;
     r = c.request("HEAD", url("files", p));
     if (r.status == 200) return false;
-    if (r.status == 404) return std::nullopt;
+    if (r.status == 404 || (r.status == 403 && refused_unknown)) return std::nullopt;
     c.throw_api_error(c.request("GET", url("files", p)));  // HEAD has no body: ask again for the message
   }
 
@@ -158,7 +159,7 @@ void run_cp(Fs& f, const std::string& src, const std::string& dst, bool recursiv
       if (!recursive) throw usage_error(src + " is a directory", "add -r to copy a directory");
       f.upload_tree(s, d, overwrite, files);
     } else {
-      bool into = dst.back() == '/' || f.is_dir(d).value_or(false);
+      bool into = dst.back() == '/' || f.is_dir(d, true).value_or(false);
       f.upload_file(s, into ? d.child(s.filename().string()) : d, overwrite);
       files = 1;
     }

@@ -21,6 +21,7 @@ struct ServerFlags {
   int port = 8470, prefer_port = 0;
   bool daemon = false;
   uint64_t max_snapshot_mb = 4096;
+  int audit_retention_days = 365;
   uint64_t max_unpack_bytes = 8ull << 30, max_unpack_entries = 1000000;
   std::string backend, advertise_url, slurm_partition, slurm_account, volumes_root;
   std::vector<std::string> slurm_options;
@@ -68,6 +69,9 @@ void setup_server(CLI::App& app, Context& ctx) {
   cmd->add_option("--cert", f->cert, "TLS certificate (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", f->key, "TLS private key (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--max-snapshot-mb", f->max_snapshot_mb, "Largest snapshot accepted, in MiB");
+  cmd->add_option("--audit-retention-days", f->audit_retention_days,
+                  "Delete audit log entries older than this many days, on start and hourly (default 365; 0: keep all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-unpack-bytes", f->max_unpack_bytes,
                   "Disk a node may unpack one snapshot to, in bytes (counted in 4 KiB blocks; default 8 GiB)")
       ->check(CLI::PositiveNumber);
@@ -107,6 +111,7 @@ void setup_server(CLI::App& app, Context& ctx) {
     o.max_snapshot_bytes = f->max_snapshot_mb << 20;
     o.max_unpack_bytes = f->max_unpack_bytes;
     o.max_unpack_entries = f->max_unpack_entries;
+    o.audit_retention_days = f->audit_retention_days;
     o.backend = f->backend;
     o.advertise_url = f->advertise_url;
     o.slurm_partition = f->slurm_partition;

@@ -31,6 +31,8 @@ std::string web_url(const std::string& workspace_url, const std::string& run_id)
 void show_web_page(Context& ctx, const std::string& url, bool open);
 // `air fs`, the workspace's volumes (helper `volumes`).
 void setup_fs(CLI::App& app, Context& ctx);
+// `air volumes list|grants|grant|revoke`: volume owners and grants (cli/volumes.cc).
+void setup_volumes(CLI::App& app, Context& ctx);
 // `air auth profiles|login`: the profiles every verb may use (cli/auth.cc).
 void setup_auth(CLI::App& app, Context& ctx);
 // `air users`, `air groups`, `air tokens`, `air audit`: a workspace a team shares (cli/team.cc).

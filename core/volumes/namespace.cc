@@ -19,7 +19,8 @@ namespace air {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> volumes_ns_prefix(const std::string& storage, const std::string& cwd) {
+std::vector<std::string> volumes_ns_prefix(const std::string& storage, const std::vector<VolumeMount>& mounts,
+                                           const std::string& cwd) {
   // --die-with-parent: the command dies with bwrap, as it would with the agent (a killed agent leaves nothing).
   std::vector<std::string> a = {"bwrap", "--die-with-parent"};
   std::error_code ec;
@@ -40,7 +41,11 @@ std::vector<std::string> volumes_ns_prefix(const std::string& storage, const std
     }
   }
   // /dev as it is (GPUs), /proc as it is (no pid namespace: signals and pids stay the host's).
-  a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc", "--bind", storage, "/Volumes"});
+  a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc"});
+  // Only the run's volumes appear under /Volumes (bwrap makes the folders above them in its tmpfs root).
+  if (mounts.empty()) a.insert(a.end(), {"--bind", storage, "/Volumes"});
+  for (const auto& m : mounts)
+    a.insert(a.end(), {m.read_only ? "--ro-bind" : "--bind", storage + "/" + m.key, "/Volumes/" + m.key});
   if (!cwd.empty()) a.insert(a.end(), {"--chdir", cwd});
   a.push_back("--");
   return a;
@@ -53,7 +58,7 @@ std::string probe_volumes_ns(const std::string& storage) {
   fs::create_directories(storage, ec);
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return "cannot create a pipe";  // no other child may inherit it
-  auto argv_s = volumes_ns_prefix(storage, "/");
+  auto argv_s = volumes_ns_prefix(storage, {}, "/");
   argv_s.push_back("true");
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());

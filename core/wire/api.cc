@@ -173,6 +173,7 @@ void fields(V& v, auto&& f) {
   f("max_unpack_entries", v.max_unpack_entries);
   f("volumes_root", v.volumes_root);
   f("volumes", v.volumes);
+  f("read_only_volumes", v.read_only_volumes);
 }
 
 template <class V> requires Is<V, NodeStatusReport>

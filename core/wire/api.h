@@ -142,7 +142,8 @@ struct NodeSpec {
   uint64_t max_unpack_bytes = 0;          // the snapshot's unpack limits (0: the agent's defaults)
   uint64_t max_unpack_entries = 0;
   std::string volumes_root;               // the volume storage on this node's file system ("" when none)
-  std::vector<std::string> volumes;       // "catalog/schema/volume" named by the workload (writable by it)
+  std::vector<std::string> volumes;       // "catalog/schema/volume" named by the workload that its owner may read
+  std::vector<std::string> read_only_volumes;  // those of `volumes` its owner may not write: mounted read-only
 };
 
 // POST /runs/{run}/attempts/{k}/nodes/{n}/status

@@ -1,5 +1,6 @@
 // How the node's command sees /Volumes: the workspace's volume storage bound there in a private mount
 // namespace (bubblewrap), or, where this node cannot make one, AIR_VOLUMES_ROOT naming that storage.
+#include <algorithm>
 #include <filesystem>
 
 #include "core/volumes/namespace.h"
@@ -19,8 +20,16 @@ VolumesSetup prepare_volumes(const api::NodeSpec& spec, const std::string& cwd, 
   for (const auto& v : spec.volumes) fs::create_directories(fs::path(spec.volumes_root) / v, ec);  // created on first use
   std::string why = probe_volumes_ns(spec.volumes_root);
   if (why.empty()) {
-    log.info("volumes: /Volumes is " + spec.volumes_root + " (private mount namespace, bubblewrap)");
-    return {volumes_ns_prefix(spec.volumes_root, cwd), ""};
+    // Only the volumes the run's owner may read are bound; those it may not write, read-only.
+    std::vector<VolumeMount> mounts;
+    std::string shown;
+    for (const auto& v : spec.volumes) {
+      bool ro = std::find(spec.read_only_volumes.begin(), spec.read_only_volumes.end(), v) != spec.read_only_volumes.end();
+      mounts.push_back({v, ro});
+      shown += " /Volumes/" + v + (ro ? " (read-only)" : "");
+    }
+    log.info("volumes: /Volumes is " + spec.volumes_root + " (private mount namespace, bubblewrap), only" + shown);
+    return {volumes_ns_prefix(spec.volumes_root, mounts, cwd), ""};
   }
   VolumesSetup out{{}, volumes_fallback_notice(why, spec.volumes_root)};
   log.info(out.notice);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
@@ -113,22 +114,35 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
     };
   }
 
-  // Authenticates and parses the path; a node token reaches only the volumes its workload names.
-  VolumePath allowed(const http::Request& req, bool write) {
+  // Authenticates and parses the path, and applies the volume's owner and grants (access.h): reading needs
+  // READ_VOLUME, changing WRITE_VOLUME. A node token acts with its run's owner's rights, and only inside the
+  // volumes its workload names (and the snapshot its run was made from).
+  Principal caller(const http::Request& req) {
     std::string h = req.get_header_value("Authorization");
     auto who = ws_.authenticate(h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string());
     if (!who) throw FsError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
+    return *who;
+  }
+
+  VolumePath allowed(const http::Request& req, bool write) { return allowed(req, write, caller(req)); }
+
+  VolumePath allowed(const http::Request& req, bool write, const Principal& who) {
     VolumePath p = parse_volume_path(req.matches[1].str());
-    // Volume owners and grants are not modelled yet (docs/security.md): every user may use every volume.
-    if (who->admin || !who->is_node()) return p;
-    auto spec = ws_.node_spec(who->run_id, who->attempt, 0);
-    if (!write && !spec.snapshot_path.empty() && p.str() == spec.snapshot_path) return p;  // its code snapshot
     std::string key = p.volume_key();
-    for (const auto& v : spec.volumes)
-      if (!key.empty() && v == key) return p;
-    throw FsError(403, "PERMISSION_DENIED",
-                  fmt::format("this node token may {} only the volumes its workload names; {} is not one of them",
-                              write ? "write" : "read", p.in_volume() ? "/Volumes/" + key : p.str()));
+    const std::string need = write ? kWriteVolume : kReadVolume;
+    if (!who.is_node()) {
+      if (!key.empty()) ws_.require_volume(who, key, need);
+      return p;  // /Volumes, a catalog or a schema: listed through the caller's volumes (get_dir)
+    }
+    auto spec = ws_.node_spec(who.run_id, who.attempt, 0);
+    if (!write && !spec.snapshot_path.empty() && p.str() == spec.snapshot_path) return p;  // its code snapshot
+    if (!key.empty()) ws_.require_volume(who, key, kReadVolume);  // names the missing privilege first
+    if (key.empty() || std::find(spec.volumes.begin(), spec.volumes.end(), key) == spec.volumes.end())
+      throw FsError(403, "PERMISSION_DENIED",
+                    fmt::format("this node token may {} only the volumes its workload names; {} is not one of them",
+                                write ? "write" : "read", p.in_volume() ? "/Volumes/" + key : p.str()));
+    if (write) ws_.require_volume(who, key, need);
+    return p;
   }
 
   void get_file(const http::Request& req, http::Response& res) {
@@ -198,7 +212,8 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
   }
 
   void get_dir(const http::Request& req, http::Response& res) {
-    VolumePath p = allowed(req, false);
+    Principal who = caller(req);
+    VolumePath p = allowed(req, false, who);
     auto meta = ws_.volumes().stat(p);
     if (!meta) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
     if (!meta->is_directory) throw FsError(404, "NOT_FOUND", fmt::format("{} is a file, not a directory", p.str()));
@@ -215,6 +230,16 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
       if (page_size == 0) page_size = 1000;
     }
     auto page = ws_.volumes().list(p, page_size, req.get_param_value("page_token"));
+    if (!p.in_volume() && !who.admin) {
+      // Above the volumes, a user sees the catalogs, schemas and volumes that lead to one it may read.
+      std::vector<std::string> mine = ws_.readable_volumes(who);
+      std::string prefix = p.relative().empty() ? "" : p.relative() + "/";
+      std::erase_if(page.entries, [&](const VolumeStore::Entry& e) {
+        return std::none_of(mine.begin(), mine.end(), [&](const std::string& k) {
+          return k.rfind(prefix + e.name, 0) == 0 && (k.size() == prefix.size() + e.name.size() || k[prefix.size() + e.name.size()] == '/');
+        });
+      });
+    }
     json contents = json::array();
     for (const auto& e : page.entries) {
       json j{{"path", p.child(e.name).str() + (e.is_directory ? "/" : "")},

@@ -23,6 +23,7 @@
 #include "server/http/server.h"
 #include "server/api/files.h"
 #include "server/api/identity.h"
+#include "server/api/unity_catalog.h"
 #include "server/backends/local.h"
 #include "server/workspace/config.h"
 #include "server/workspace/services.h"
@@ -111,6 +112,7 @@ class Api {
     install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
     install_web_ui(srv_);        // the run page itself, at /
     install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
+    install_unity_catalog_routes(srv_, ws_);  // volumes and their grants (server/api/unity_catalog.cc)
     install_identity_routes(srv_, ws_);  // SCIM, tokens, the audit log (server/api/identity.cc)
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
@@ -222,6 +224,16 @@ class Api {
     if (!principal.empty()) out += (out.empty() ? "" : " ") + std::string("principal=") + principal;
     for (const char* k : {"token_id", "userName", "displayName", "application_id", "path"})
       if (std::string v = pick(k); !v.empty()) out += (out.empty() ? "" : " ") + std::string(k) + "=" + v;
+    // Unity Catalog grant changes: "bob +READ_VOLUME -WRITE_VOLUME" for each principal.
+    if (body.is_object() && body.contains("changes") && body["changes"].is_array())
+      for (const auto& c : body["changes"]) {
+        if (!c.is_object() || !c.contains("principal") || !c["principal"].is_string()) continue;
+        out += (out.empty() ? "" : "; ") + c["principal"].get<std::string>();
+        for (const auto& [k, sign] : {std::pair{"add", " +"}, std::pair{"remove", " -"}})
+          if (c.contains(k) && c[k].is_array())
+            for (const auto& p : c[k])
+              if (p.is_string()) out += sign + p.get<std::string>();
+      }
     return out;
   }
 
@@ -474,6 +486,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.home = o.home;
   wo.bin_dir = o.bin_dir;
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  wo.audit_retention_days = o.audit_retention_days;
   wo.max_unpack_bytes = o.max_unpack_bytes;
   wo.max_unpack_entries = o.max_unpack_entries;
   wo.volumes_root = o.volumes_root;

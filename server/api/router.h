@@ -21,6 +21,7 @@ struct ServerOptions {
   uint64_t max_snapshot_bytes = 4ull << 30;
   uint64_t max_unpack_bytes = 8ull << 30;  // per node and attempt (core/snapshot/snapshot.h UnpackLimits)
   uint64_t max_unpack_entries = 1000000;
+  int audit_retention_days = 365;          // 0: the audit log is kept forever
   // Which machines run nodes; empty fields fall back to $home/server.conf (server/workspace/config.h).
   std::string backend;                     // local (default) | slurm
   std::string advertise_url;               // the URL agents use; without a port, the bound port is added

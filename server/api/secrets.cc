@@ -146,7 +146,9 @@ ApiReply dispatch(SecretStore& store, const std::string& method, const std::stri
     std::string scope = required_string(p, "scope");
     if (caller.role == SecretsCaller::Role::kNode && !node_may_read(caller, scope, required_string(p, "key")))
       return error_reply(403, "PERMISSION_DENIED",
-                         fmt::format("this run does not reference secret {}/{}", scope, required_string(p, "key")));
+                         fmt::format("this node token may read only the secrets its run references; {}/{} is not one "
+                                     "of them",
+                                     scope, required_string(p, "key")));
     std::string have = caller.owner_admin ? "MANAGE" : store.permission(scope, caller.principals);
     if (auto why = secret_refusal(caller.name, scope, have, need))
       return error_reply(403, "PERMISSION_DENIED",

@@ -297,6 +297,11 @@ void IdentityStore::audit(const AuditEntry& e) {
       .bind(6, int64_t{e.status}).run();
 }
 
+int64_t IdentityStore::prune_audit(int64_t before_ms) {
+  sql::Stmt(db_->get(), "DELETE FROM audit_log WHERE time_ms < ?").bind(1, before_ms).run();  // audit_log_time index
+  return sqlite3_changes(db_->get());
+}
+
 std::vector<AuditEntry> IdentityStore::audit_log(const AuditQuery& q) const {
   // The newest `limit` entries, returned oldest first.
   sql::Stmt st(db_->get(), "SELECT id, time_ms, user, method, route, object, status FROM audit_log "

@@ -108,6 +108,8 @@ class IdentityStore {
 
   void audit(const AuditEntry& e);
   std::vector<AuditEntry> audit_log(const AuditQuery& q) const;  // oldest first
+  // Deletes the entries older than before_ms (one indexed range delete); returns how many.
+  int64_t prune_audit(int64_t before_ms);
 
  private:
   void load();

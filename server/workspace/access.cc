@@ -63,6 +63,25 @@ std::optional<std::string> secret_refusal(const std::string& who, const std::str
                      who, need, scope, have.empty() ? "" : fmt::format(" (has {})", have), scope, who, need);
 }
 
+bool volume_allows(const Principal& who, const std::string& owner, const std::set<std::string>& granted,
+                   const std::string& privilege) {
+  const std::string& user = who.is_node() ? who.owner : who.user;
+  if (user.empty()) return false;
+  if ((who.is_node() ? who.owner_admin : who.admin) || user == owner) return true;
+  return granted.count(privilege) > 0;
+}
+
+std::optional<std::string> volume_refusal(const Principal& who, const std::string& full_name, const std::string& owner,
+                                          const std::set<std::string>& granted, const std::string& need) {
+  if (volume_allows(who, owner, granted, need)) return std::nullopt;
+  const std::string& user = who.is_node() ? who.owner : who.user;
+  std::string have;
+  for (const auto& g : granted) have += (have.empty() ? "" : ", ") + g;
+  return fmt::format("{}'{}' lacks {} on volume {} (owner: {}){}; the owner can grant it: air volumes grant {} {} {}",
+                     who.is_node() ? fmt::format("run {}'s owner ", who.run_id) : "user ", user, need, full_name, owner,
+                     have.empty() ? "" : fmt::format(" (has {})", have), full_name, user, need);
+}
+
 std::vector<std::string> acl_principals(const Principal& who) {
   std::vector<std::string> out;
   const std::string& user = who.is_node() ? who.owner : who.user;

@@ -3,6 +3,7 @@
 // router asks, the workspace and the stores answer the facts.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,16 @@ std::optional<std::string> run_refusal(const Principal& who, const std::string& 
 // refusal message naming scope and the missing permission, or nullopt.
 std::optional<std::string> secret_refusal(const std::string& who, const std::string& scope, const std::string& have,
                                           const std::string& need);
+
+// Volumes (Unity Catalog's privileges): the owner and admins hold every privilege; others the READ_VOLUME /
+// WRITE_VOLUME granted to them or one of their groups (`granted`, from VolumeAcl::granted). A node token
+// acts with its run's owner's rights. Returns whether `who` holds `privilege`.
+bool volume_allows(const Principal& who, const std::string& owner, const std::set<std::string>& granted,
+                   const std::string& privilege);
+
+// The refusal naming the volume (catalog.schema.volume), the missing privilege and how to get it, or nullopt.
+std::optional<std::string> volume_refusal(const Principal& who, const std::string& full_name, const std::string& owner,
+                                          const std::set<std::string>& granted, const std::string& need);
 
 // The principals a user's rights come from on an ACL: the user itself and each of its groups.
 std::vector<std::string> acl_principals(const Principal& who);

@@ -190,6 +190,7 @@ void Workspace::settle_run(RunRecord& r, api::AttemptInfo& a, const std::string&
 }
 
 void Workspace::tick() {
+  prune_audit();
   run_launches();
   poll_jobs();
   run_job_cancels();

@@ -96,7 +96,9 @@ ApiReply handle_services_request(WorkspaceServices& services, const std::optiona
       std::string run_id = mlflow_run_named(target, body);
       auto owner = run_id.empty() ? std::nullopt : services.mlflow().air_run_of(run_id);
       if (owner && caller->is_node() && *owner != caller->run_id)
-        return error_reply(403, "PERMISSION_DENIED", "this token may not use MLflow run " + run_id);
+        return error_reply(403, "PERMISSION_DENIED",
+                           fmt::format("a node token may use only its own run's MLflow runs; MLflow run {} belongs to "
+                                       "run {}, not {}", run_id, *owner, caller->run_id));
       if (owner && !caller->is_node() && may_use_run)
         if (auto why = may_use_run(*owner, method != "GET")) return error_reply(403, "PERMISSION_DENIED", *why);
     }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/base/error.h"
@@ -44,6 +45,8 @@ int64_t system_now_ms() {
 
 HttpError not_found(const std::string& what) { return HttpError(404, "NOT_FOUND", what); }
 
+}  // namespace
+
 // The /Volumes paths a run's workload names: in its command, env_variables and parameters.
 std::vector<std::string> named_volume_paths(const std::string& spec_json) {
   auto t = json::parse(spec_json);
@@ -51,8 +54,6 @@ std::vector<std::string> named_volume_paths(const std::string& spec_json) {
   for (const auto& kv : t.value("env", json::array())) text += "\n" + kv.at(1).get<std::string>();
   return volume_paths_in(text);
 }
-
-}  // namespace
 
 Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
     : opts_(std::move(opts)),
@@ -62,8 +63,10 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       volumes_(opts_.volumes_root.empty() ? opts_.home + "/volumes" : opts_.volumes_root),
       logs_(opts_.home + "/runs"),
       services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")),
-      identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)) {
+      identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)),
+      volume_acl_(std::make_unique<VolumeAcl>(opts_.home + "/workspace.db")) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
+  adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
   setup_pools();
 }
 
@@ -74,7 +77,20 @@ void Workspace::set_url(const std::string& url) {
   url_ = url;
 }
 
+int64_t Workspace::prune_audit(bool force) {
+  int64_t t = now();
+  if (opts_.audit_retention_days <= 0 || (!force && t - audit_pruned_ms_.load() < 3'600'000)) return 0;
+  audit_pruned_ms_ = t;
+  try {
+    return identity_->prune_audit(t - int64_t{opts_.audit_retention_days} * 86'400'000);
+  } catch (const std::exception& e) {  // a busy or full database: the next hour tries again
+    std::fprintf(stderr, "air server: cannot prune the audit log: %s\n", e.what());
+    return 0;
+  }
+}
+
 void Workspace::start() {
+  prune_audit(true);
   {
     std::lock_guard<std::mutex> g(mu_);
     for (const auto& [hash, scope] : store_.tokens()) {
@@ -207,12 +223,15 @@ std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, con
   if (who.is_node()) {
     auto it = runs_.find(who.run_id);
     if (it != runs_.end() && it->second.info.snapshot_digest == digest) return std::nullopt;
-    return "this node token's run was not made from snapshot " + digest;
+    return fmt::format("a node token may read only its own run's snapshot; run {} was not made from snapshot {}",
+                       who.run_id, digest);
   }
   for (const auto& [id, r] : runs_)
     if (r.info.snapshot_digest == digest && run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView)
       return std::nullopt;
-  return fmt::format("user '{}' may view no run made from snapshot {}", who.user, digest);
+  return fmt::format("user '{}' lacks CAN_VIEW on every run made from snapshot {}; a run's owner can grant it under "
+                     "permissions: in the workload",
+                     who.user, digest);
 }
 
 void Workspace::require_run(const Principal& who, const std::string& run_id, RunLevel need) const {
@@ -291,6 +310,26 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
     throw HttpError(400, "SECRETS_MISSING",
                     fmt::format("{} secret(s) the workload references do not exist in this workspace", missing.size()),
                     missing);
+  // The owner must be able to READ every volume the workload names (the node mount and the node token
+  // follow the same rule); a volume that does not exist yet becomes the submitter's.
+  std::vector<std::string> volume_keys;
+  {
+    std::string text = w.command + "\n" + w.parameters_yaml;
+    for (const auto& [k, v] : w.env_variables) text += "\n" + v;
+    std::vector<std::string> paths = volume_paths_in(text);
+    if (w.code_source && !w.code_source->remote_volume.empty()) paths.push_back(w.code_source->remote_volume);
+    for (const auto& path : paths) {
+      std::string key;
+      try {
+        key = parse_volume_path(path).volume_key();
+      } catch (const FsError&) {
+        continue;  // the workload's own check reports a bad remote_volume
+      }
+      if (!key.empty() && std::find(volume_keys.begin(), volume_keys.end(), key) == volume_keys.end())
+        volume_keys.push_back(key);
+    }
+  }
+  std::vector<std::string> new_volumes = check_run_volumes(volume_keys, who);
   // With code_source remote_volume the snapshot lives in that volume (air run put it there), not in the
   // workspace's snapshot store.
   std::string snapshot_path;
@@ -318,6 +357,12 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
                                 w.compute.nodes,
                                 opts_.pools.empty() ? "this workspace's machine" : "pool '" + pool + "'",
                                 it->second.second));
+  for (const auto& key : new_volumes) {  // the submitter's now, unless another user made it meanwhile
+    VolumeRecord rec = volume_acl_->ensure(key, who.user, now());
+    if (auto why = volume_refusal(who, volume_full_name(key), rec.owner, volume_granted(who, key), kReadVolume))
+      throw HttpError(403, "PERMISSION_DENIED",
+                      fmt::format("the workload names /Volumes/{}, which its owner may not read: {}", key, *why));
+  }
 
   std::lock_guard<std::mutex> g(mu_);
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
@@ -486,10 +531,7 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
   for (const auto& a : r.info.attempts)
     if (a.number == attempt) s.mlflow_run_id = a.mlflow_run_id;
   s.volumes_root = volumes_.root();
-  for (const auto& path : named_volume_paths(r.spec_json)) {
-    std::string key = parse_volume_path(path).volume_key();
-    if (std::find(s.volumes.begin(), s.volumes.end(), key) == s.volumes.end()) s.volumes.push_back(key);
-  }
+  node_volumes(r.info.user, r.spec_json, s);
   return s;
 }
 

@@ -22,6 +22,7 @@
 #include "server/workspace/access.h"
 #include "server/store/logs.h"
 #include "server/store/store.h"
+#include "server/store/volume_acl.h"
 #include "server/store/volumes.h"
 
 namespace air::server {
@@ -36,6 +37,9 @@ struct HttpError : std::runtime_error {
   std::string code;
   std::vector<Diagnostic> diagnostics;
 };
+
+// The /Volumes paths a run's stored spec names: in its command, env_variables and parameters.
+std::vector<std::string> named_volume_paths(const std::string& spec_json);
 
 struct WorkspaceOptions {
   std::string home;      // state folder: workspace.db, blobs/, runs/
@@ -57,6 +61,7 @@ struct WorkspaceOptions {
   int64_t default_runtime_minutes = 60;  // the runtime a run without timeout_minutes is assumed to take
   bool preemption = true;                // CRITICAL runs may stop BEST_EFFORT runs of their pool
   bool ticker = true;                // false: tests call tick() themselves
+  int audit_retention_days = 365;    // audit entries older than this are deleted (on start, then hourly); 0: kept
   std::string admin_user = "admin";  // the bootstrap admin's name on a new database (`air server`: the login name)
   std::function<int64_t()> now_ms;   // the clock; defaults to the system clock
 };
@@ -129,11 +134,26 @@ class Workspace {
   // Told of every log append and run-state change (see LogStore::set_listener).
   void set_log_listener(std::function<void()> f) { logs_.set_listener(std::move(f)); }
   VolumeStore& volumes() { return volumes_; }
+  // Volume owners and grants (server/workspace/volume_access.cc; the rule: access.h, docs/security.md).
+  VolumeAcl& volume_acl() { return *volume_acl_; }
+  // A volume's record: its row, or (a folder made on the storage without the API) the bootstrap admin's,
+  // recorded now; nullopt when no such volume exists.
+  std::optional<VolumeRecord> volume_record(const std::string& key) const;
+  // The privileges `who` (a node token: its run's owner) holds on `key` through grants.
+  std::set<std::string> volume_granted(const Principal& who, const std::string& key) const;
+  // Throws FsError 403 PERMISSION_DENIED naming the missing privilege unless `who` holds `need` on `key`.
+  // A volume that does not exist yet is made by a write (the writer, or a node's run owner, owns it).
+  void require_volume(const Principal& who, const std::string& key, const std::string& need);
+  // The volumes `who` may read ("catalog/schema/volume"), for listings.
+  std::vector<std::string> readable_volumes(const Principal& who) const;
   // Secrets and MLflow (server/workspace/services.h).
   WorkspaceServices& services() { return *services_; }
   const WorkspaceOptions& options() const { return opts_; }
   // One scheduler pass; the tick thread calls it, tests may too.
   void tick();
+  // Deletes audit entries past audit_retention_days (start() and tick() call it; at most hourly unless forced).
+  // Returns how many were deleted.
+  int64_t prune_audit(bool force = false);
 
  private:
   struct NodeRuntime {
@@ -185,6 +205,10 @@ class Workspace {
   std::vector<std::string> allocate_gpus(const std::string& pool, int nodes, int per_node);
   void release_gpus(RunRecord& r);
   std::string new_run_id() const;
+  // Volumes at submit and in the node spec (volume_access.cc).
+  std::vector<std::string> adopt_volume_folders();
+  std::vector<std::string> check_run_volumes(const std::vector<std::string>& keys, const Principal& who) const;
+  void node_volumes(const std::string& owner, const std::string& spec_json, api::NodeSpec& s) const;
 
   WorkspaceOptions opts_;
   std::unique_ptr<Backend> backend_;
@@ -196,6 +220,7 @@ class Workspace {
   LogStore logs_;
   std::unique_ptr<WorkspaceServices> services_;
   std::unique_ptr<IdentityStore> identity_;
+  std::unique_ptr<VolumeAcl> volume_acl_;
   std::string url_;
 
   mutable std::mutex mu_;
@@ -218,6 +243,7 @@ class Workspace {
   int64_t last_job_poll_ms_ = 0;
   std::string last_job_poll_error_;
   int64_t seq_ = 0;
+  std::atomic<int64_t> audit_pruned_ms_{0};  // when prune_audit last ran
 
   std::atomic<bool> stopping_{false};
   std::thread ticker_;

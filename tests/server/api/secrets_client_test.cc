@@ -133,6 +133,6 @@ TEST_CASE("resolve_secrets returns every value or lists every failure without va
     FAIL("no error");
   } catch (const air::Error& e) {
     CHECK(std::string(e.what()).find("other_value_xyz") == std::string::npos);
-    CHECK(std::string(e.what()).find("this run does not reference secret my_scope/other") != std::string::npos);
+    CHECK(std::string(e.what()).find("this node token may read only the secrets its run references; my_scope/other is not one of them") != std::string::npos);
   }
 }

@@ -110,7 +110,7 @@ TEST_CASE("secrets API: a node token reads only what its run references") {
   CHECK(r.status == 200);
   r = f.get("get?scope=my_scope&key=other", node);
   CHECK(r.status == 403);
-  CHECK(r.body == json::parse(R"({"error_code":"PERMISSION_DENIED","message":"this run does not reference secret my_scope/other"})"));
+  CHECK(r.body == json::parse(R"({"error_code":"PERMISSION_DENIED","message":"this node token may read only the secrets its run references; my_scope/other is not one of them"})"));
   for (auto op : {"list?scope=my_scope", "scopes/list"}) CHECK(f.get(op, node).status == 403);
   CHECK(f.post("put", {{"scope", "my_scope"}, {"key", "x"}, {"string_value", "y"}}, node).status == 403);
   CHECK(f.post("scopes/delete", {{"scope", "my_scope"}}, node).status == 403);

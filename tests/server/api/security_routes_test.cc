@@ -1,6 +1,6 @@
 // Every route x every role -> the status docs/security.md says, read from that file: the table is the
 // contract and this test its proof. A real workspace (SQLite file, the server core on loopback) with five
-// users, a group, two runs, a secret scope with ACLs, a volume; each state-changing cell expected to succeed
+// users, a group, two runs, a secret scope with ACLs, a volume with grants; each state-changing cell expected to succeed
 // gets a fresh one.
 // A route the server registers without a row in the table fails the test.
 #include <catch2/catch.hpp>
@@ -180,14 +180,26 @@ struct Team {
     ok("POST", "/api/2.0/secrets/acls/put", {{"scope", "team"}, {"principal", "carol"}, {"permission", "MANAGE"}}, "owner");
     ok("POST", "/api/2.0/secrets/acls/put", {{"scope", "team"}, {"principal", "ml"}, {"permission", "READ"}}, "owner");
 
-    // The code snapshot and alice's run.
+    // Volume main.default.v: alice creates it (its owner) with a file and an empty folder, grants bob
+    // READ_VOLUME, carol READ_VOLUME and WRITE_VOLUME, group ml READ_VOLUME.
+    auto f = call("PUT", "/api/2.0/fs/files/Volumes/main/default/v/a.txt", "abc", token["owner"], "application/octet-stream");
+    REQUIRE((f && f->status == 204));
+    auto d = call("PUT", "/api/2.0/fs/directories/Volumes/main/default/v/empty", "", token["owner"]);
+    REQUIRE((d && d->status == 204));
+    ok("PATCH", "/api/2.1/unity-catalog/permissions/volume/main.default.v",
+       {{"changes", {{{"principal", "bob"}, {"add", {"READ_VOLUME"}}},
+                     {{"principal", "carol"}, {"add", {"READ_VOLUME", "WRITE_VOLUME"}}},
+                     {{"principal", "ml"}, {"add", {"READ_VOLUME"}}}}}},
+       "owner");
+
+    // The code snapshot and alice's run, which names the volume.
     std::string snap = "snapshot bytes";
     vars["{digest}"] = air::sha256_hex(snap);
     vars["{new_digest}"] = air::sha256_hex("another snapshot");
     auto put = call("PUT", "/api/air/v1/snapshots/" + vars["{digest}"], snap, token["owner"], "application/octet-stream");
     REQUIRE(put);
     REQUIRE(put->status == 201);
-    std::string yaml = std::string(kWorkload) +
+    std::string yaml = std::string(kWorkload) + "env_variables:\n  OUT: /Volumes/main/default/v\n" +
                        "secrets:\n  HF_TOKEN: team/hf_token\npermissions:\n  - user_name: bob\n    level: CAN_VIEW\n"
                        "  - user_name: carol\n    level: CAN_MANAGE\n  - group_name: ml\n    level: CAN_VIEW\n";
     json run = ok("POST", "/api/air/v1/runs",
@@ -202,11 +214,6 @@ struct Team {
     token["node_other"] = started.back().token;
     REQUIRE(token["node_other"] != token["node"]);
 
-    // A volume with a file and an empty folder.
-    auto f = call("PUT", "/api/2.0/fs/files/Volumes/main/default/v/a.txt", "abc", token["admin"], "application/octet-stream");
-    REQUIRE((f && f->status == 204));
-    auto d = call("PUT", "/api/2.0/fs/directories/Volumes/main/default/v/empty", "", token["admin"]);
-    REQUIRE((d && d->status == 204));
 
     clock += 120'000;  // the expired token's 60 s are over
   }
@@ -249,6 +256,7 @@ struct Team {
         {"token_new", {{"comment", "ci"}, {"lifetime_seconds", 3600}}},
         {"token_id", {{"token_id", "{token_id}"}}},
         {"on_behalf", {{"application_id", "dave"}}},
+        {"vol_grant", {{"changes", {{{"principal", "dave"}, {"add", {"READ_VOLUME"}}}}}}},
     };
     if (name.empty()) return {};
     if (name == "log") return "1700000000000 o hello\n";
@@ -305,8 +313,11 @@ TEST_CASE("security: every route x every role gives the status docs/security.md 
       INFO("docs/security.md:" << r.line << ": " << r.method << " " << r.path << " as " << role << " -> "
                                << res->status << " " << res->body.substr(0, 300));
       CHECK(res->status == r.expect.at(role));
-      // A refusal names what is missing: PERMISSION_DENIED / UNAUTHENTICATED with a message.
+      // A refusal names what is missing: PERMISSION_DENIED / UNAUTHENTICATED with a message; a 403 says which
+      // permission the caller lacks (or what the token may do instead).
       if (res->status == 403 || res->status == 401) CHECK(res->body.find("message") != std::string::npos);
+      if (res->status == 403)
+        CHECK(std::regex_search(res->body, std::regex(R"(lacks [A-Z_]+ (on|permission)|lacks ownership|only|node token)")));
     }
 }
 
