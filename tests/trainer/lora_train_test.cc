@@ -267,6 +267,34 @@ TEST_CASE("lora train: recomputing every block and reducing once per step follow
   fs::remove_all(dir);
 }
 
+TEST_CASE("lora train: the adapters folded into the base GEMMs or run beside them follow the same curve") {
+  at::set_num_threads(1);
+  const fs::path dir = temp_dir("fold");
+  auto run = [&](const char* fold, const char* align) {
+    ::setenv("AIR_TRAIN_LORA_FOLD", fold, 1);
+    ::setenv("AIR_TRAIN_LORA_ALIGN", align, 1);
+    TrainConfig c = tiny((dir / "out").string());
+    c.max_steps = 4;
+    c.save = false;
+    std::ostringstream log;
+    TrainResult r = run_training(c, log);
+    ::unsetenv("AIR_TRAIN_LORA_FOLD");
+    ::unsetenv("AIR_TRAIN_LORA_ALIGN");
+    INFO(log.str());
+    REQUIRE(r.losses.size() == 4);
+    return r;
+  };
+  TrainResult folded = run("1", "1"), beside = run("0", "1"), packed_rows = run("1", "0");
+  for (size_t i = 0; i < folded.losses.size(); ++i) {
+    INFO("step " << i + 1);
+    REQUIRE(beside.losses[i] == Approx(folded.losses[i]).epsilon(1e-5));
+    REQUIRE(beside.grad_norms[i] == Approx(folded.grad_norms[i]).epsilon(1e-4));
+    REQUIRE(packed_rows.losses[i] == Approx(folded.losses[i]).epsilon(1e-5));
+  }
+  REQUIRE(folded.losses[3] != folded.losses[0]);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("lora train: dropout draws the same masks when recomputing, and changes the curve") {
   at::set_num_threads(1);
   const fs::path dir = temp_dir("dropout");

@@ -140,6 +140,8 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
       at::Tensor fbase = at::full({lora_base_numel(c, lc)}, 7.0);  // 7: the adapter slots must be written
       lora_base_pack(c, lc, bw.list(), fbase);
       LoraBaseView fview = lora_base_view(c, lc, fbase);
+      for (const at::Tensor* t : {&fview.qkv_k, &fview.gu_k})  // rows start at multiples of 64 elements
+        if (t->defined()) REQUIRE(t->stride(0) % 64 == 0);
       const BlockView w = fold ? fview.w : block_view(c, base);
       std::vector<at::Tensor> aparts;
       for (const auto& t : ad) aparts.push_back(t.reshape(-1));
