@@ -2,9 +2,10 @@
 // backward computes only the input gradients of the base GEMMs (no weight-gradient GEMMs: a third of the
 // block's GEMM work), and each group of adapted linears that share an input (q/k/v on the normed input,
 // o on attention's output, gate/up on the second normed input, down on the SwiGLU output) runs its
-// adapters as two small GEMMs: x @ A^T once for the group (the group's A matrices stacked, [k r, in]),
-// then (x A^T) @ B^T with the group's B matrices placed block-diagonally, added into the base GEMM's
-// output (y = x W^T + s (x A^T) B^T, s = alpha / r). No copy of a base weight is made.
+// adapters together: x @ A^T once for the group (the group's A matrices stacked, [k r, in]), then
+// (x A^T) @ B^T with the group's B matrices placed block-diagonally (y = x W^T + s (x A^T) B^T,
+// s = alpha / r): added into the base GEMM's output, or, in the engine's base layout (LoraBaseView), folded
+// into the base GEMM itself. No copy of a base weight is made.
 #pragma once
 #include <ATen/ATen.h>
 
