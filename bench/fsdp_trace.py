@@ -86,6 +86,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace")
     ap.add_argument("--json")
+    ap.add_argument("--top", type=int, default=12, help="how many of the heaviest kernels to list")
     args = ap.parse_args()
     with open(args.trace) as f:
         doc = json.load(f)
@@ -159,8 +160,8 @@ def main():
     print("\n| compute category | GPU time | share |\n|---|---|---|")
     for c, us in sorted(cats.items(), key=lambda kv: -kv[1]):
         print(f"| {c} | {us / 1e3:.1f} ms | {100 * us / total:.1f}% |")
-    print("\n| kernel (heaviest 12) | calls | GPU time |\n|---|---|---|")
-    for name, (n, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:12]:
+    print(f"\n| kernel (heaviest {args.top}) | calls | GPU time |\n|---|---|---|")
+    for name, (n, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:args.top]:
         print(f"| `{name}` | {n} | {us / 1e3:.1f} ms |")
     if not rows:
         print("no collective activity found (world size 1 without AIR_TRAIN_WORLD1_NCCL=1 runs none)")

@@ -13,6 +13,9 @@ carveout=N (GEMMs leave N SMs free), trace (a profiler trace of the step after w
 fp8 (precision: fp8, tensorwise scaling), rowwise (with fp8: fp8_scaling: rowwise), seq=N (max_seq_len, default 1024),
 mb=N (per_device_batch_size, default 4), acc=N (gradient_accumulation_steps, default 2),
 lora (LoRA r 16, alpha 32 on every block linear, as bench/lora_peer.py: base frozen in bf16, adapters fp32 master),
+nofold (with lora: AIR_TRAIN_LORA_FOLD=0, the adapters as separate GEMMs instead of folded into the base GEMMs),
+noalign (with lora: AIR_TRAIN_LORA_ALIGN=0, the folded matrices' rows packed without 128-byte alignment),
+dropout=P (with lora: lora.dropout P),
 outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
 K more steps; the difference of their wall clocks / K).
 
@@ -96,6 +99,9 @@ def run(args, spec, work):
     if "lora" in opts:
         cfg["master_dtype"] = "fp32"
         cfg["lora"] = {"r": 16, "alpha": 32, "target_modules": "all-linear"}
+        drop = next((o[8:] for o in opts if o.startswith("dropout=")), None)
+        if drop is not None:
+            cfg["lora"]["dropout"] = float(drop)
     if "fp8" in opts:
         cfg["precision"] = "fp8"
         cfg["fp8_scaling"] = "rowwise" if "rowwise" in opts else "tensorwise"
@@ -107,6 +113,10 @@ def run(args, spec, work):
     env = dict(os.environ)
     if "repeatkv" in opts:  # attention with k/v heads repeated instead of the library's GQA kernels
         env["AIR_TRAIN_ATTN_GQA"] = "0"
+    if "nofold" in opts:  # with lora: the adapters as separate GEMMs, not folded into the base's (lora_block.h)
+        env["AIR_TRAIN_LORA_FOLD"] = "0"
+    if "noalign" in opts:  # with lora: the folded matrices' rows not aligned to 128 bytes
+        env["AIR_TRAIN_LORA_ALIGN"] = "0"
     if "collectives" in opts:
         env["AIR_TRAIN_WORLD1_NCCL"] = "1"
     carve = next((o[9:] for o in opts if o.startswith("carveout=")), None)

@@ -3,7 +3,7 @@
 # call. Prepare HERE (npm makes the data): bash scripts/gpu/prepare.sh && bash scripts/gpu/bundle.sh; then ON THE
 # GPU MACHINE, from the
 # checkout root (device tool: carry [".devcarry"]):
-#   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check|curve|trace|curve+trace|fp8] [RUNS]
+#   bash .devcarry/bench/trainer_vs_reference.sh [all|ours|check|curve|trace|curve+trace|fp8|lora|lora-curve] [RUNS]
 # all: build, kernel + transformers checks, reference, peer, ours, table; ours: build + our runs + table;
 # check: build + checks only. RUNS overrides our run list (bench/trainer_bench.py's syntax).
 # curve: the 300-step 1B loss curve beside the reference recipe on the same rows (bench/loss_curve.py, PNG);
@@ -15,7 +15,10 @@
 # more runs differing only in max_steps; the table's "Clocks" notes put both beside air-train's own figure.
 # lora: build, the PEFT checks (scripts/gpu/check_lora.py: step-1 loss and adapter gradients against PEFT from the
 # same base and init, PEFT loading our adapter, transformers loading the merged checkpoint), the LoRA peer
-# (bench/lora_peer.py, 8B and 1B) and our LoRA rows (RUNS, default below), then the LoRA table.
+# (bench/lora_peer.py, 8B and 1B; AIR_SKIP_LORA_PEER=1 skips it) and our LoRA rows (RUNS, default below), then the
+# LoRA table, then with AIR_LORA_CURVE_STEPS=N (default 0: none) the LoRA curve below.
+# lora-curve: build, then the N-step (AIR_LORA_CURVE_STEPS, default 300) 1B LoRA curve beside transformers + PEFT on
+# the same rows from the same initial adapter (bench/lora_curve.py, PNG).
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -57,6 +60,16 @@ if [ "$what" = fp8 ]; then
   "$bin/air-train-check" --fp8 2>&1 | tee "$OUT/fp8_check.log"
 fi
 
+lora_curve() {
+  stamp "LoRA curve: air-train and transformers + PEFT, $1 steps of the 1B shape on the same rows"
+  python3 "$root/bench/lora_curve.py" --bin "$bin" --data "$root/bench-data" --out "$OUT" --steps "$1" \
+    2>&1 | tee "$OUT/lora_curve.log"
+}
+if [ "$what" = lora-curve ]; then
+  lora_curve "${AIR_LORA_CURVE_STEPS:-300}"
+  stamp "done"
+  exit 0
+fi
 if [ "$what" = lora ]; then
   stamp "LoRA checks against PEFT"
   python3 "$root/scripts/gpu/check_lora.py" --bin "$bin" --root "$root" --out "$OUT" 2>&1 | tee "$OUT/lora_check.log" |
@@ -71,8 +84,9 @@ if [ "$what" = lora ]; then
       "$root/bench/lora_peer.py" 8b 1b >"$OUT/lora_peer.log" 2>&1
     grep -A3 "LORA PEER SUMMARY" "$OUT/lora_peer.log" | tail -3
   fi
-  stamp "done"
   python3 "$root/bench/trainer_table.py" "$OUT" | tee "$OUT/table.md"
+  [ "${AIR_LORA_CURVE_STEPS:-0}" -gt 0 ] && lora_curve "$AIR_LORA_CURVE_STEPS"
+  stamp "done"
   exit 0
 fi
 

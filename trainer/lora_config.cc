@@ -152,9 +152,7 @@ void validate_lora(const LoraConfig& c, std::vector<std::string>& e) {
   if (!c.enabled) return;
   if (c.r < 1 || c.r > 4096) e.push_back("lora.r must be an integer from 1 to 4096 (got " + std::to_string(c.r) + ")");
   if (!(c.alpha > 0)) e.push_back("lora.alpha must be positive (the adapters are scaled by alpha / r)");
-  if (c.dropout < 0 || c.dropout >= 1) e.push_back("lora.dropout must be within [0, 1)");
-  else if (c.dropout > 0)
-    e.push_back("lora.dropout > 0 is not supported yet: set lora.dropout: 0 (the adapters train without dropout)");
+  if (!(c.dropout >= 0 && c.dropout < 1)) e.push_back("lora.dropout must be within [0, 1)");
   if (c.target_modules.empty()) e.push_back("lora.target_modules must name at least one block linear");
 }
 

@@ -15,7 +15,7 @@ struct LoraConfig {
   bool enabled = false;  // a `lora:` block is present (and not `lora: null` / `lora: false`)
   int64_t r = 16;
   double alpha = 32;     // scaling = alpha / r (PEFT's lora_alpha; rsLoRA is not supported)
-  double dropout = 0.0;  // PEFT's lora_dropout (only 0 is supported for now: validation says so)
+  double dropout = 0.0;  // PEFT's lora_dropout: on the adapters' inputs, one mask per module, training only
   // PEFT module names in canonical order (q_proj k_proj v_proj o_proj gate_proj up_proj down_proj);
   // `all-linear` expands to all seven.
   std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",

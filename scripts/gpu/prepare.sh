@@ -22,7 +22,7 @@ for f in seed_fsdp_baseline.py tuned_peer.py lora_peer.py; do
     if [ -f "$d/$f" ]; then cp "$d/$f" "$dest/bench/"; break; fi
   done
 done
-cp "$src"/bench/trainer_*.py "$src"/bench/trainer_vs_reference.sh "$src"/bench/loss_curve.py "$src"/bench/fp8_curve.py "$src"/bench/fsdp_trace.py \
+cp "$src"/bench/trainer_*.py "$src"/bench/trainer_vs_reference.sh "$src"/bench/loss_curve.py "$src"/bench/lora_curve.py "$src"/bench/fp8_curve.py "$src"/bench/fsdp_trace.py \
   "$dest/bench/"
 # The benchmark's data (Llama 3 tokenizer + Brown-corpus Alpaca records), made here with npm.
 if [ "${AIR_SKIP_BENCH_DATA:-0}" != 1 ]; then bash "$src/scripts/gpu/bench_data.sh" "$dest/bench-data" >/dev/null; fi

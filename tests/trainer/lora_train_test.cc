@@ -114,8 +114,8 @@ TEST_CASE("lora config: the block reads PEFT's names, bad values are located err
   CHECK_THAT(e, Catch::Contains("lora.r must be an integer from 1 to 4096"));
   e = config_error("lora:\n  r: eight\n");
   CHECK_THAT(e, Catch::Contains("train.yaml:2:6: error: lora.r: expected a number, got 'eight'"));
-  e = config_error("lora:\n  dropout: 0.1\n");
-  CHECK_THAT(e, Catch::Contains("lora.dropout > 0 is not supported yet"));
+  e = config_error("lora:\n  dropout: 1.0\n");
+  CHECK_THAT(e, Catch::Contains("lora.dropout must be within [0, 1)"));
   e = config_error("lora: [r, 8]\n");
   CHECK_THAT(e, Catch::Contains("lora: expected a mapping"));
   e = config_error("precision: fp8\nlora: {r: 4}\n");
@@ -264,6 +264,65 @@ TEST_CASE("lora train: recomputing every block and reducing once per step follow
   }
   REQUIRE(compared == 4);
   REQUIRE(plain.losses[3] != plain.losses[0]);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("lora train: the adapters folded into the base GEMMs or run beside them follow the same curve") {
+  at::set_num_threads(1);
+  const fs::path dir = temp_dir("fold");
+  auto run = [&](const char* fold, const char* align) {
+    ::setenv("AIR_TRAIN_LORA_FOLD", fold, 1);
+    ::setenv("AIR_TRAIN_LORA_ALIGN", align, 1);
+    TrainConfig c = tiny((dir / "out").string());
+    c.max_steps = 4;
+    c.save = false;
+    std::ostringstream log;
+    TrainResult r = run_training(c, log);
+    ::unsetenv("AIR_TRAIN_LORA_FOLD");
+    ::unsetenv("AIR_TRAIN_LORA_ALIGN");
+    INFO(log.str());
+    REQUIRE(r.losses.size() == 4);
+    return r;
+  };
+  TrainResult folded = run("1", "1"), beside = run("0", "1"), packed_rows = run("1", "0");
+  for (size_t i = 0; i < folded.losses.size(); ++i) {
+    INFO("step " << i + 1);
+    REQUIRE(beside.losses[i] == Approx(folded.losses[i]).epsilon(1e-5));
+    REQUIRE(beside.grad_norms[i] == Approx(folded.grad_norms[i]).epsilon(1e-4));
+    REQUIRE(packed_rows.losses[i] == Approx(folded.losses[i]).epsilon(1e-5));
+  }
+  REQUIRE(folded.losses[3] != folded.losses[0]);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("lora train: dropout draws the same masks when recomputing, and changes the curve") {
+  at::set_num_threads(1);
+  const fs::path dir = temp_dir("dropout");
+  auto run = [&](double dropout, const std::string& ac) {
+    TrainConfig c = tiny((dir / "out").string());
+    c.max_steps = 4;
+    c.save = false;
+    c.lora.dropout = dropout;
+    c.activation_checkpointing = ac;
+    std::ostringstream log;
+    TrainResult r = run_training(c, log);
+    INFO(log.str());
+    REQUIRE(r.losses.size() == 4);
+    return r;
+  };
+  TrainResult plain = run(0, "false");
+  TrainResult dropped = run(0.3, "false");
+  TrainResult recomputed = run(0.3, "true");
+  for (size_t i = 0; i < dropped.losses.size(); ++i) {
+    INFO("step " << i + 1);
+    REQUIRE(std::isfinite(dropped.losses[i]));
+    REQUIRE(recomputed.losses[i] == Approx(dropped.losses[i]).epsilon(1e-5));
+    REQUIRE(recomputed.grad_norms[i] == Approx(dropped.grad_norms[i]).epsilon(1e-4));
+  }
+  // Step 1: B = 0, so the output (and the loss) does not see the masks; their gradients do.
+  REQUIRE(dropped.losses[0] == Approx(plain.losses[0]).epsilon(1e-6));
+  REQUIRE(dropped.grad_norms[0] != Approx(plain.grad_norms[0]).epsilon(1e-4));
+  REQUIRE(dropped.losses[3] != Approx(plain.losses[3]).epsilon(1e-6));
   fs::remove_all(dir);
 }
 

@@ -38,32 +38,118 @@ at::Tensor take(const at::Tensor& flat, int64_t& off, std::vector<int64_t> shape
   return t;
 }
 
-// y = x W^T (+ residual) + (x A^T) (s B)^T; keeps x A^T in *xa.
-at::Tensor linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::Tensor& residual, const LoraGroup& g,
-                      double s, at::Tensor* xa) {
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// An uninitialised [rows, cols] matrix whose rows start at multiples of `align` elements.
+at::Tensor aligned_empty(int64_t rows, int64_t cols, int64_t align, const at::TensorOptions& o) {
+  return at::empty({rows, round_up(cols, align)}, o).narrow(1, 0, cols);
+}
+
+// The module count and the rows of each group's adapters (k r), or 0 where the group has none.
+int64_t group_kr(const Group& g, const LoraConfig& lc) {
+  int64_t k = 0;
+  for (const auto& m : g.modules) k += lc.targets(m) ? 1 : 0;
+  return k * lc.r;
+}
+
+// x with module j's dropout mask applied.
+at::Tensor dropped(const at::Tensor& x, const LoraBlock& b, const LoraGroup& g, int64_t j) {
+  // x * mask, then the scale: rounded once to x's dtype after each, as torch's dropout on a bf16 input.
+  return (x * lora_dropout_mask(x.sizes(), x.options(), b.dropout, lora_mask_seed(b, g, j))).mul_(1.0 / (1.0 - b.dropout));
+}
+
+// x A^T [N, k r]: one GEMM for the group, or with dropout one per module (each its own mask).
+at::Tensor adapter_in(const at::Tensor& x, const LoraBlock& b, const LoraGroup& g) {
+  if (b.dropout <= 0) return at::mm(x, g.A.t());
+  const int64_t r = b.r, k = g.A.size(0) / r;
+  at::Tensor t = at::empty({x.size(0), k * r}, x.options());
+  for (int64_t j = 0; j < k; ++j) t.narrow(1, j * r, r).copy_(at::mm(dropped(x, b, g, j), g.A.narrow(0, j * r, r).t()));
+  return t;
+}
+
+// dA += d(xA^T)^T x (with dropout: the dropped input of each module, its mask drawn again).
+void adapter_grad_a(const at::Tensor& dxa, const at::Tensor& x, const LoraBlock& b, const LoraGroup& g) {
+  if (b.dropout <= 0) {
+    g.gA.addmm_(dxa.t(), x);
+    return;
+  }
+  const int64_t r = b.r, k = g.A.size(0) / r;
+  for (int64_t j = 0; j < k; ++j) g.gA.narrow(0, j * r, r).addmm_(dxa.narrow(1, j * r, r).t(), dropped(x, b, g, j));
+}
+
+}  // namespace
+
+uint64_t lora_mask_seed(const LoraBlock& b, const LoraGroup& g, int64_t j) {
+  return b.dropout_seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(g.group) * 8 + static_cast<uint64_t>(j) + 1;
+}
+
+at::Tensor lora_dropout_mask(at::IntArrayRef sizes, const at::TensorOptions& o, double p, uint64_t seed) {
+  // A private generator (a copy of the device's default one, reseeded): the default generator's sequence,
+  // which the rest of training may use, is not advanced.
+  at::Generator gen = at::globalContext().defaultGenerator(o.device()).clone();
+  gen.set_current_seed(seed);
+  return at::empty(sizes, o).bernoulli_(1.0 - p, gen);
+}
+
+// y = x W^T (+ residual) + (x A^T) (s B)^T; keeps x A^T in *xa and the input the backward reads in *xs.
+at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::Tensor& residual, const LoraBlock& b,
+                           const LoraGroup& g, at::Tensor* xa, at::Tensor* xs) {
+  if (xs) *xs = x;
+  if (!g.defined()) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
+  at::Tensor t = adapter_in(x, b, g);
+  if (g.wk.defined()) {
+    // [x | x A^T] @ [W | s B]^T: the low-rank product is added inside the base GEMM's reduction.
+    const int64_t in = x.size(1), kr = t.size(1);
+    at::Tensor cat = aligned_empty(x.size(0), in + kr, g.align, x.options());
+    cat.narrow(1, 0, in).copy_(x);
+    cat.narrow(1, in, kr).copy_(t);
+    if (xa) *xa = cat.narrow(1, in, kr);
+    if (xs) *xs = cat.narrow(1, 0, in);
+    return residual.defined() ? at::addmm(residual, cat, g.wk.t()) : at::mm(cat, g.wk.t());
+  }
   at::Tensor y = residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
-  if (!g.defined()) return y;
-  at::Tensor t = at::mm(x, g.A.t());
   y.addmm_(t, g.B.t());
-  (void)s;
   if (xa) *xa = t;
   return y;
 }
 
-// dx = dy W + d(xa) A, with d(xa) = dy (s B); adds dB = s dy^T xa (per module) and dA = d(xa)^T x. The base
-// weight's gradient dy^T x is not computed; with need_dx false neither is dx (undefined).
-at::Tensor linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& x, const at::Tensor& xa,
-                      const LoraGroup& g, double s, int64_t r, bool need_dx = true) {
-  at::Tensor dx = need_dx ? at::mm(dy, w) : at::Tensor();
-  if (!g.defined()) return dx;
-  at::Tensor dxa = at::mm(dy, g.B);
+// dx = dy W + d(xa) A (with dropout: each module's part through its mask and scale), with d(xa) = dy (s B);
+// adds dB = s dy^T xa (per module) and dA = d(xa)^T x. The base weight's gradient dy^T x is not computed;
+// with need_dx false neither is dx (undefined).
+at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& x, const at::Tensor& xa,
+                           const LoraBlock& b, const LoraGroup& g, bool need_dx) {
+  if (!g.defined()) return need_dx ? at::mm(dy, w) : at::Tensor();
+  const double s = b.scale;
+  const int64_t r = b.r, kr = g.A.size(0), in = g.A.size(1);
+  at::Tensor dx, dxa;
+  if (need_dx && g.wk.defined() && g.wk_dgrad) {
+    at::Tensor dcat = aligned_empty(dy.size(0), in + kr, g.align, dy.options());
+    at::mm_out(dcat, dy, g.wk);  // [dy W | dy s B]: one pass over dy
+    dx = dcat.narrow(1, 0, in);
+    dxa = dcat.narrow(1, in, kr);
+  } else {
+    dxa = at::mm(dy, g.B);
+    if (need_dx && (!g.wn.defined() || b.dropout > 0)) dx = at::mm(dy, w);
+  }
   for (const auto& p : g.parts) p.gB.addmm_(dy.narrow(1, p.row, p.rows).t(), xa.narrow(1, p.col, r), 1, s);
-  g.gA.addmm_(dxa.t(), x);
-  if (need_dx) dx.addmm_(dxa, g.A);
-  return dx;
+  adapter_grad_a(dxa, x, b, g);
+  if (!need_dx) return dx;
+  if (b.dropout > 0) {
+    // Through each module's dropout: its mask (drawn again) and scale on d(xa_j) A_j.
+    for (int64_t j = 0; j < kr / r; ++j)
+      dx.add_(dropped(at::mm(dxa.narrow(1, j * r, r), g.A.narrow(0, j * r, r)), b, g, j));
+    return dx;
+  }
+  if (g.wn.defined()) {
+    // [dy | d(xa)] @ [W ; A]: dy W + d(xa) A written once.
+    const int64_t out = dy.size(1);
+    at::Tensor cat = aligned_empty(dy.size(0), out + kr, g.align, dy.options());
+    cat.narrow(1, 0, out).copy_(dy);
+    cat.narrow(1, out, kr).copy_(dxa);
+    return at::mm(cat, g.wn);
+  }
+  return dx.addmm_(dxa, g.A);
 }
-
-}  // namespace
 
 const char* lora_parent(const std::string& module) {
   return module == "gate_proj" || module == "up_proj" || module == "down_proj" ? "mlp" : "self_attn";
@@ -90,11 +176,64 @@ int64_t lora_block_numel(const LlamaConfig& c, const LoraConfig& lc) {
   return n;
 }
 
-LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat) {
+// A folded matrix's row length: in + k r rounded up to `align` (only where the group has adapters).
+int64_t folded_ld(int64_t in, int64_t kr, int64_t align) { return kr ? round_up(in + kr, align) : in; }
+
+int64_t lora_base_numel(const LlamaConfig& c, const LoraConfig& lc, int64_t align) {
+  const auto gs = groups(c);
+  const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, I = c.intermediate_size;
+  const int64_t W = gs[0].rows[0] + gs[0].rows[1] + gs[0].rows[2];
+  return 2 * H + H * q + W * folded_ld(H, group_kr(gs[0], lc), align) +
+         2 * I * folded_ld(H, group_kr(gs[2], lc), align) + (H + group_kr(gs[3], lc)) * I;
+}
+
+LoraBaseView lora_base_view(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat, int64_t align) {
+  if (flat.numel() < lora_base_numel(c, lc, align)) throw Error("lora_base_view: flat buffer too small for the block");
+  const auto gs = groups(c);
+  const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, I = c.intermediate_size;
+  const int64_t W = gs[0].rows[0] + gs[0].rows[1] + gs[0].rows[2];
+  const int64_t kq = group_kr(gs[0], lc), kg = group_kr(gs[2], lc), kd = group_kr(gs[3], lc);
+  int64_t off = 0;
+  LoraBaseView v;
+  v.align = align;
+  v.w.ln1 = take(flat, off, {H});
+  v.w.ln2 = take(flat, off, {H});
+  v.w.o = take(flat, off, {H, q});
+  at::Tensor qkv = take(flat, off, {W, folded_ld(H, kq, align)}).narrow(1, 0, H + kq);
+  at::Tensor gu = take(flat, off, {2 * I, folded_ld(H, kg, align)}).narrow(1, 0, H + kg);
+  at::Tensor down = take(flat, off, {H + kd, I});
+  v.w.qkv = qkv.narrow(1, 0, H);
+  v.w.gu = gu.narrow(1, 0, H);
+  v.w.down = down.narrow(0, 0, H);
+  if (kq) v.qkv_k = qkv;
+  if (kg) v.gu_k = gu;
+  if (kd) v.down_n = down;
+  return v;
+}
+
+void lora_base_pack(const LlamaConfig& c, const LoraConfig& lc, const std::vector<at::Tensor>& ws,
+                    const at::Tensor& flat, int64_t align) {
+  if (ws.size() != 9) throw Error("lora_base_pack: expected the block's 9 weights");
+  LoraBaseView v = lora_base_view(c, lc, flat, align);
+  const int64_t q = ws[1].size(0), kv = ws[2].size(0), I = ws[6].size(0);
+  v.w.ln1.copy_(ws[0]);
+  v.w.qkv.narrow(0, 0, q).copy_(ws[1]);
+  v.w.qkv.narrow(0, q, kv).copy_(ws[2]);
+  v.w.qkv.narrow(0, q + kv, kv).copy_(ws[3]);
+  v.w.o.copy_(ws[4]);
+  v.w.ln2.copy_(ws[5]);
+  v.w.gu.narrow(0, 0, I).copy_(ws[6]);
+  v.w.gu.narrow(0, I, I).copy_(ws[7]);
+  v.w.down.copy_(ws[8]);
+}
+
+LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat,
+                             const LoraBaseView* base) {
   if (flat.numel() < lora_block_numel(c, lc)) throw Error("lora_block_view: flat buffer too small for the adapters");
   LoraBlock b;
   b.r = lc.r;
   b.scale = lc.scaling();
+  b.dropout = lc.dropout;
   int64_t off = 0;
   LoraGroup* dst[] = {&b.qkv, &b.o, &b.gu, &b.down};
   const auto gs = groups(c);
@@ -108,8 +247,22 @@ LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const a
     int64_t out = 0;
     for (int64_t rows : g.rows) out += rows;
     LoraGroup& lg = *dst[gi];
+    lg.group = static_cast<int>(gi);
     lg.A = take(flat, off, {k * lc.r, g.in});
-    lg.B = at::zeros({out, k * lc.r}, flat.options());
+    const at::Tensor* wk = !base ? nullptr : gi == 0 ? &base->qkv_k : gi == 2 ? &base->gu_k : nullptr;
+    if (base) lg.align = base->align;
+    if (wk && wk->defined()) {
+      lg.wk = *wk;
+      lg.wk_dgrad = gi == 2;
+      lg.B = wk->narrow(1, g.in, k * lc.r);
+      lg.B.zero_();
+    } else {
+      lg.B = at::zeros({out, k * lc.r}, flat.options());
+    }
+    if (base && gi == 3 && base->down_n.defined()) {
+      lg.wn = base->down_n;
+      lg.wn.narrow(0, out, k * lc.r).copy_(lg.A);
+    }
     for (int64_t j = 0; j < k; ++j) {
       const size_t i = mods[static_cast<size_t>(j)];
       int64_t row = 0;
@@ -150,24 +303,29 @@ at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   const bool keep = saved != nullptr;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   auto [xn, rstd1] = ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps);
-  at::Tensor qkv = linear_fwd(xn, w.qkv, at::Tensor(), a.qkv, a.scale, keep ? &s.xa_qkv : nullptr);
+  at::Tensor xn_in, attn_in, yn_in, act_in;  // what the backward reads as each group's input
+  at::Tensor qkv = lora_linear_fwd(xn, w.qkv, at::Tensor(), a, a.qkv, keep ? &s.xa_qkv : nullptr, &xn_in);
+  xn = at::Tensor();
   ops::rope_(qkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/false);
   at::Tensor attn = block_attention_fwd(c, qkv, plan, s.base);
-  at::Tensor h1 = linear_fwd(attn, w.o, h, a.o, a.scale, keep ? &s.xa_o : nullptr);
+  at::Tensor h1 = lora_linear_fwd(attn, w.o, h, a, a.o, keep ? &s.xa_o : nullptr, &attn_in);
+  attn = at::Tensor();
   auto [yn, rstd2] = ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps);
-  at::Tensor gu = linear_fwd(yn, w.gu, at::Tensor(), a.gu, a.scale, keep ? &s.xa_gu : nullptr);
+  at::Tensor gu = lora_linear_fwd(yn, w.gu, at::Tensor(), a, a.gu, keep ? &s.xa_gu : nullptr, &yn_in);
+  yn = at::Tensor();
   at::Tensor act = ops::swiglu_fwd(gu);
-  at::Tensor out = linear_fwd(act, w.down, h1, a.down, a.scale, keep ? &s.xa_down : nullptr);
+  at::Tensor out = lora_linear_fwd(act, w.down, h1, a, a.down, keep ? &s.xa_down : nullptr, &act_in);
+  act = at::Tensor();
   if (saved) {
     // Only what the backward reads: the linears' inputs where an adapter needs them for its A gradient.
     s.base.rstd1 = rstd1;
     s.base.h1 = h1;
     s.base.rstd2 = rstd2;
     s.base.gu = gu;
-    if (a.qkv.defined()) s.base.xn = xn;
-    if (a.o.defined()) s.base.attn = attn;
-    if (a.gu.defined()) s.base.yn = yn;
-    if (a.down.defined()) s.base.a = act;
+    if (a.qkv.defined()) s.base.xn = xn_in;
+    if (a.o.defined()) s.base.attn = attn_in;
+    if (a.gu.defined()) s.base.yn = yn_in;
+    if (a.down.defined()) s.base.a = act_in;
   }
   return out;
 }
@@ -178,19 +336,21 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   if (s.empty()) throw Error("lora_block_bwd: the block's activations were not saved");
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   BlockSaved& b = s.base;
-  at::Tensor da = linear_bwd(dout, w.down, b.a, s.xa_down, a.down, a.scale, a.r);
+  at::Tensor da = lora_linear_bwd(dout, w.down, b.a, s.xa_down, a, a.down);
   b.a = s.xa_down = at::Tensor();
   at::Tensor dgu = ops::swiglu_bwd(b.gu, da);
   da = b.gu = at::Tensor();
-  at::Tensor dyn = linear_bwd(dgu, w.gu, b.yn, s.xa_gu, a.gu, a.scale, a.r);
+  at::Tensor dyn = lora_linear_bwd(dgu, w.gu, b.yn, s.xa_gu, a, a.gu);
   dgu = b.yn = s.xa_gu = at::Tensor();
-  at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, w.ln2, b.rstd2, norm_scratch).add_(dout);
-  at::Tensor dattn = linear_bwd(dh1, w.o, b.attn, s.xa_o, a.o, a.scale, a.r);
+  // The residual's gradient is added inside the norm's backward (one pass, not a separate add).
+  at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, w.ln2, b.rstd2, norm_scratch, dout);
+  dyn = at::Tensor();
+  at::Tensor dattn = lora_linear_bwd(dh1, w.o, b.attn, s.xa_o, a, a.o);
   at::Tensor dqkv = block_attention_bwd(c, dattn, plan, b);
   dattn = at::Tensor();
   ops::rope_(dqkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/true);
-  at::Tensor dxn = linear_bwd(dqkv, w.qkv, b.xn, s.xa_qkv, a.qkv, a.scale, a.r, need_dh);
-  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, norm_scratch).add_(dh1) : at::Tensor();
+  at::Tensor dxn = lora_linear_bwd(dqkv, w.qkv, b.xn, s.xa_qkv, a, a.qkv, need_dh);
+  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, norm_scratch, dh1) : at::Tensor();
   s.clear();
   return dh;
 }

@@ -55,17 +55,21 @@ class LoraEngine : public Engine {
       embed_ = m.root().embed_tokens;
       norm_ = m.root().norm;
       head_ = m.root().output_weight();
+      // (The layout folds the adapters into the base GEMMs: lora_block.h, LoraBaseView.)
+      // AIR_TRAIN_LORA_ALIGN=0: the folded matrices' rows packed without alignment (the comparison in
+      // docs/performance.md).
+      if (const char* a = std::getenv("AIR_TRAIN_LORA_ALIGN"); a && std::string(a) == "0") align_ = 1;
       for (auto& b : m.blocks()) {
-        at::Tensor flat = at::empty({block_numel(c)}, embed_.options());
-        int64_t off = 0;
-        for (const at::Tensor& t : b.list()) {
-          flat.narrow(0, off, t.numel()).copy_(t.reshape(-1));
-          off += t.numel();
-        }
+        at::Tensor flat = at::empty({lora_base_numel(c, lc_, align_)}, embed_.options());
+        lora_base_pack(c, lc_, b.list(), flat, align_);
         base_.push_back(flat);
+        views_.push_back(lora_base_view(c, lc_, flat, align_));
         b = BlockWeights();
       }
     }
+    // AIR_TRAIN_LORA_FOLD=0: the adapters as separate GEMMs beside the base's (the comparison in
+    // docs/performance.md); the same math.
+    if (const char* f = std::getenv("AIR_TRAIN_LORA_FOLD"); f && std::string(f) == "0") fold_ = false;
     norm_scratch_ = at::zeros({c.hidden_size}, embed_.options().dtype(at::kFloat));
     chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, c.vocab_size));
 
@@ -120,14 +124,16 @@ class LoraEngine : public Engine {
       fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
 
     if (sharded) fsdp_->prefetch(0);
+    ++micro_batch_count_;
     at::Tensor h = at::embedding(embed_, ids);
     std::vector<at::Tensor> inputs(L);
     saved_.resize(L);
     for (size_t l = 0; l < L; ++l) {
-      const LoraBlock& a = weights(l);
+      LoraBlock a = weights(l);
+      a.dropout_seed = dropout_seed(l);
       if (sharded && l + 1 < L) fsdp_->prefetch(l + 1);
       inputs[l] = h;
-      h = lora_block_fwd(c, block_view(c, base_[l]), a, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      h = lora_block_fwd(c, views_[l].w, a, h, plan, recompute_[l] ? nullptr : &saved_[l]);
       fsdp_->release_gathered(l);
     }
     if (sharded) fsdp_->prefetch(L - 1);
@@ -136,9 +142,10 @@ class LoraEngine : public Engine {
     at::Tensor dh = head.dh;
     for (size_t l = L; l-- > 0;) {
       LoraBlock a = weights(l);
+      a.dropout_seed = dropout_seed(l);  // the forward's masks, drawn again
       lora_block_attach_grads(c, lc_, a, fsdp_->grad_buffer(l));
       if (sharded && l > 0) fsdp_->prefetch(l - 1);
-      BlockView w = block_view(c, base_[l]);
+      const BlockView& w = views_[l].w;
       if (recompute_[l]) lora_block_fwd(c, w, a, inputs[l], plan, &saved_[l]);
       // The embeddings are frozen: the first block's input gradient is never needed.
       dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, norm_scratch_, /*need_dh=*/l > 0);
@@ -164,13 +171,24 @@ class LoraEngine : public Engine {
   // the views and the scaled block-diagonal B from the step's first use until the optimizer step.
   const LoraBlock& weights(size_t l) {
     at::Tensor flat = fsdp_->acquire(l);
+    const LoraBaseView* fold = fold_ ? &views_[l] : nullptr;
     if (fsdp_->collectives()) {
-      current_ = lora_block_weights(s_.model_config, lc_, flat);
+      current_ = lora_block_weights(s_.model_config, lc_, flat, fold);
       return current_;
     }
     if (weights_.empty()) weights_.resize(base_.size());
-    if (!weights_[l].r) weights_[l] = lora_block_weights(s_.model_config, lc_, flat);
+    if (!weights_[l].r) weights_[l] = lora_block_weights(s_.model_config, lc_, flat, fold);
     return weights_[l];
+  }
+
+  // The dropout masks' seed of block l in this micro-batch: from the run's seed, the micro-batch's number
+  // in this process and the block (a recomputed forward and the backward draw the same masks).
+  uint64_t dropout_seed(size_t l) const {
+    uint64_t x = static_cast<uint64_t>(s_.config.seed) * 0x100000001B3ull ^ (micro_batch_count_ << 16) ^ l;
+    // splitmix64's finaliser: nearby inputs give unrelated seeds.
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
   }
 
   void zero_grad() override {
@@ -237,13 +255,23 @@ class LoraEngine : public Engine {
     std::map<std::string, at::Tensor> ad(adapters.begin(), adapters.end());
     CheckpointSaver saver(c, o);
     const auto names = BlockWeights::names();  // "self_attn.q_proj.weight", ...
-    const auto shapes = BlockWeights::shapes(c);
-    std::vector<int64_t> offsets;
-    int64_t off = 0;
-    for (const auto& sh : shapes) {
-      offsets.push_back(off);
-      off += sh.size() == 1 ? sh[0] : sh[0] * sh[1];
-    }
+    const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
+                  I = c.intermediate_size;
+    // The block's weights in names() order, as views of the frozen base's layout.
+    auto weight = [&](size_t l, size_t i) -> at::Tensor {
+      const BlockView& v = views_[l].w;
+      switch (i) {
+        case 0: return v.ln1;
+        case 1: return v.qkv.narrow(0, 0, q);
+        case 2: return v.qkv.narrow(0, q, kv);
+        case 3: return v.qkv.narrow(0, q + kv, kv);
+        case 4: return v.o;
+        case 5: return v.ln2;
+        case 6: return v.gu.narrow(0, 0, I);
+        case 7: return v.gu.narrow(0, I, I);
+        default: return v.down;
+      }
+    };
     size_t next = 0;  // specs: embeddings, the blocks in names() order, norm, lm_head
     for (const auto& spec : saver.specs()) {
       if (spec.name == "model.embed_tokens.weight") {
@@ -255,9 +283,7 @@ class LoraEngine : public Engine {
       } else {
         const size_t l = next / names.size(), i = next % names.size();
         ++next;
-        int64_t n = 1;
-        for (int64_t d : shapes[i]) n *= d;
-        at::Tensor w = base_[l].narrow(0, offsets[i], n).view(shapes[i]);
+        at::Tensor w = weight(l, i);
         const std::string& suffix = names[i];  // parent.module.weight
         const std::string module = suffix.substr(suffix.find('.') + 1, suffix.rfind('.') - suffix.find('.') - 1);
         if (lc_.targets(module)) {
@@ -266,7 +292,7 @@ class LoraEngine : public Engine {
         }
         if (spec.name != LlamaModel::block_param_name(static_cast<int64_t>(l), suffix))
           throw Error("merged checkpoint: expected " + spec.name + ", have layer " + std::to_string(l) + " " + suffix);
-        saver.write(spec.name, w);
+        saver.write(spec.name, w.contiguous());
       }
     }
     // The adapter beside the merged weights, in a subfolder: a folder with adapter_config.json at its top
@@ -310,7 +336,11 @@ class LoraEngine : public Engine {
   std::unique_ptr<Dist> dist_;
   Rope rope_;
   at::Tensor embed_, norm_, head_, norm_scratch_;
-  std::vector<at::Tensor> base_;  // per block: the frozen weights, flat in block_view's layout
+  std::vector<at::Tensor> base_;  // per block: the frozen weights, flat in lora_base_view's layout
+  std::vector<LoraBaseView> views_;
+  bool fold_ = true;
+  int64_t align_ = 64;
+  uint64_t micro_batch_count_ = 0;
   std::vector<LoraParamSpec> specs_;
   std::unique_ptr<Fsdp> fsdp_;
   int64_t micro_batches_ = 0;

@@ -85,10 +85,11 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
   const std::vector<std::vector<std::string>> target_sets = {
       lora_module_names(), {"q_proj", "v_proj"}, {"k_proj", "gate_proj", "down_proj"}, {"o_proj", "up_proj"}};
   for (const auto& targets : target_sets)
-    for (bool packed : {false, true}) {
+    for (bool packed : {false, true})
+    for (bool fold : {false, true}) {
       LlamaConfig c = testing::tiny_config(false, 97);
       LoraConfig lc = lora(targets, 4, 12);  // scaling 3
-      INFO(render_lora(lc) << (packed ? " packed" : " plain"));
+      INFO(render_lora(lc) << (packed ? " packed" : " plain") << (fold ? ", folded into the base GEMMs" : ""));
       LlamaModel m(c, at::kCPU, at::kFloat);
       m.init_random(5);
       Rope rope(c, at::kCPU);
@@ -131,21 +132,39 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
       wrt.insert(wrt.end(), leaves.begin(), leaves.end());
       auto grads = torch::autograd::grad({out_ref}, wrt, {dout});
 
-      // Ours: base flat (frozen), adapters and their gradients flat.
+      // Ours: base flat (frozen; block_view's layout, or the engine's with the adapters folded in),
+      // adapters and their gradients flat.
       std::vector<at::Tensor> parts;
       for (const auto& t : bw.list()) parts.push_back(t.reshape(-1));
       at::Tensor base = at::cat(parts), base_before = base.clone();
+      at::Tensor fbase = at::full({lora_base_numel(c, lc)}, 7.0);  // 7: the adapter slots must be written
+      lora_base_pack(c, lc, bw.list(), fbase);
+      LoraBaseView fview = lora_base_view(c, lc, fbase);
+      for (const at::Tensor* t : {&fview.qkv_k, &fview.gu_k})  // rows start at multiples of 64 elements
+        if (t->defined()) REQUIRE(t->stride(0) % 64 == 0);
+      const BlockView w = fold ? fview.w : block_view(c, base);
       std::vector<at::Tensor> aparts;
       for (const auto& t : ad) aparts.push_back(t.reshape(-1));
       at::Tensor aflat = at::cat(aparts), gflat = at::zeros_like(aflat);
       REQUIRE(aflat.numel() == lora_block_numel(c, lc));
-      LoraBlock a = lora_block_view(c, lc, aflat, gflat);
+      LoraBlock a = lora_block_weights(c, lc, aflat, fold ? &fview : nullptr);
+      lora_block_attach_grads(c, lc, a, gflat);
+      if (fold) {
+        auto has = [&](std::initializer_list<const char*> ms) {
+          for (const char* m : ms)
+            if (lc.targets(m)) return true;
+          return false;
+        };
+        REQUIRE(a.qkv.wk.defined() == has({"q_proj", "k_proj", "v_proj"}));
+        REQUIRE(a.gu.wk.defined() == has({"gate_proj", "up_proj"}));
+        REQUIRE(a.down.wn.defined() == has({"down_proj"}));
+      }
       AttnPlan plan = make_attn_plan(c, rope.inv_freq(), pos, seg, at::kFloat, at::kCPU);
       at::Tensor scratch = at::zeros({H});
       LoraSaved saved;
-      at::Tensor out = lora_block_fwd(c, block_view(c, base), a, h, plan, &saved);
+      at::Tensor out = lora_block_fwd(c, w, a, h, plan, &saved);
       check_close(out, out_ref.detach(), 1e-5, "block output");
-      at::Tensor dh = lora_block_bwd(c, block_view(c, base), a, h, saved, dout, plan, scratch);
+      at::Tensor dh = lora_block_bwd(c, w, a, h, saved, dout, plan, scratch);
       REQUIRE(saved.empty());
       check_close(dh, grads[0], 1e-4, "input gradient");
       std::vector<at::Tensor> want;
@@ -153,13 +172,110 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
       check_close(gflat, at::cat(want), 1e-4, "adapter gradients");
       REQUIRE(gflat.abs().max().item<double>() > 0);
       REQUIRE(at::equal(base, base_before));  // frozen: nothing writes the base
+      const std::vector<at::Tensor> orig = bw.list();
+      const int64_t q = orig[1].size(0), kv = orig[2].size(0), I = orig[6].size(0);
+      REQUIRE(at::equal(fview.w.qkv.narrow(0, 0, q), orig[1]));
+      REQUIRE(at::equal(fview.w.qkv.narrow(0, q + kv, kv), orig[3]));
+      REQUIRE(at::equal(fview.w.gu.narrow(0, I, I), orig[7]));
+      REQUIRE(at::equal(fview.w.down, orig[8]));
+      REQUIRE(at::equal(fview.w.o, orig[4]));
 
       // Recomputation (a forward without saving, then one with) and accumulation add up.
-      lora_block_fwd(c, block_view(c, base), a, h, plan, nullptr);
-      lora_block_fwd(c, block_view(c, base), a, h, plan, &saved);
-      lora_block_bwd(c, block_view(c, base), a, h, saved, dout, plan, scratch);
+      lora_block_fwd(c, w, a, h, plan, nullptr);
+      lora_block_fwd(c, w, a, h, plan, &saved);
+      lora_block_bwd(c, w, a, h, saved, dout, plan, scratch);
       check_close(gflat, 2 * at::cat(want), 1e-4, "accumulated adapter gradients");
     }
+}
+
+TEST_CASE("lora: dropout on the adapter input, one mask per module, equals autograd with those masks") {
+  LlamaConfig c = testing::tiny_config(false, 97);  // H 32, I 64
+  const int64_t H = c.hidden_size, I = c.intermediate_size, N = 40;
+  for (bool fold : {false, true}) {
+    LoraConfig lc = lora(lora_module_names(), 4, 12);  // scaling 3
+    lc.dropout = 0.3;
+    INFO((fold ? "folded" : "separate GEMMs"));
+    LlamaModel m(c, at::kCPU, at::kFloat);
+    m.init_random(5);
+    at::Tensor fbase = at::zeros({lora_base_numel(c, lc)});
+    lora_base_pack(c, lc, m.blocks()[0].list(), fbase);
+    LoraBaseView fview = lora_base_view(c, lc, fbase);
+    auto specs = lora_block_params(c, lc);
+    at::manual_seed(3);
+    at::Tensor aflat = at::randn({lora_block_numel(c, lc)}) * 0.2, gflat = at::zeros_like(aflat);
+    LoraBlock a = lora_block_weights(c, lc, aflat, fold ? &fview : nullptr);
+    lora_block_attach_grads(c, lc, a, gflat);
+    a.dropout_seed = 77;
+    // gate/up (two modules: two masks) and down (one), each against autograd with the masks drawn again.
+    struct Case {
+      const LoraGroup* g;
+      at::Tensor w;
+      int64_t in;
+    };
+    for (const Case& k : {Case{&a.gu, fview.w.gu, H}, Case{&a.down, fview.w.down, I}}) {
+      const LoraGroup& g = *k.g;
+      const int64_t r = a.r, mods = g.A.size(0) / r;
+      at::Tensor x = at::randn({N, k.in}), dy = at::randn({N, k.w.size(0)});
+      gflat.zero_();
+      at::Tensor xa, xs;
+      at::Tensor y = lora_linear_fwd(x, k.w, at::Tensor(), a, g, &xa, &xs);
+      at::Tensor dx = lora_linear_bwd(dy, k.w, xs, xa, a, g);
+
+      at::Tensor xr = x.clone().requires_grad_(true);
+      at::Tensor yr = at::mm(xr, k.w.t());
+      std::vector<at::Tensor> as, bs, masks;
+      for (int64_t j = 0; j < mods; ++j) {
+        const auto& p = g.parts[static_cast<size_t>(j)];
+        as.push_back(g.A.narrow(0, j * r, r).clone().requires_grad_(true));
+        bs.push_back((g.B.narrow(0, p.row, p.rows).narrow(1, p.col, r) / a.scale).clone().requires_grad_(true));
+        masks.push_back(lora_dropout_mask(x.sizes(), x.options(), lc.dropout, lora_mask_seed(a, g, j)));
+        at::Tensor low = a.scale * at::mm(at::mm(xr * masks.back() / (1 - lc.dropout), as.back().t()), bs.back().t());
+        yr = yr + at::constant_pad_nd(low, {p.row, k.w.size(0) - p.row - p.rows});  // into the module's columns
+      }
+      // The masks: values 0 or 1, about p of them zero, a different one per module, the same again from the
+      // same seed.
+      at::Tensor m0 = masks[0];
+      REQUIRE(at::equal(m0, lora_dropout_mask(x.sizes(), x.options(), lc.dropout, lora_mask_seed(a, g, 0))));
+      const double zeros = (m0 == 0).to(at::kFloat).mean().item<double>();
+      REQUIRE(zeros > 0.2);
+      REQUIRE(zeros < 0.4);
+      REQUIRE(at::equal(m0.masked_select(m0 != 0), at::ones({(m0 != 0).sum().item<int64_t>()})));
+      if (mods > 1) REQUIRE_FALSE(at::equal(masks[0], masks[1]));
+      check_close(y, yr.detach(), 1e-5, "output");
+      std::vector<at::Tensor> wrt = {xr};
+      wrt.insert(wrt.end(), as.begin(), as.end());
+      wrt.insert(wrt.end(), bs.begin(), bs.end());
+      auto grads = torch::autograd::grad({yr}, wrt, {dy});
+      check_close(dx, grads[0], 1e-4, "input gradient");
+      for (int64_t j = 0; j < mods; ++j) {
+        const auto& p = g.parts[static_cast<size_t>(j)];
+        check_close(g.gA.narrow(0, j * r, r), grads[static_cast<size_t>(1 + j)], 1e-4, "A gradient");
+        check_close(p.gB, grads[static_cast<size_t>(1 + mods + j)], 1e-4, "B gradient");
+      }
+    }
+    // The whole block: the backward draws the forward's masks again (a recomputed forward too), so two
+    // passes accumulate exactly twice one; another seed gives another output.
+    Rope rope(c, at::kCPU);
+    at::Tensor pos = at::arange(10, at::kLong).unsqueeze(0).repeat({2, 1});
+    AttnPlan plan = make_attn_plan(c, rope.inv_freq(), pos, at::Tensor(), at::kFloat, at::kCPU);
+    at::Tensor h = at::randn({20, H}), dout = at::randn({20, H}), scratch = at::zeros({H});
+    gflat.zero_();
+    LoraSaved saved;
+    at::Tensor out = lora_block_fwd(c, fview.w, a, h, plan, &saved);
+    at::Tensor dh = lora_block_bwd(c, fview.w, a, h, saved, dout, plan, scratch);
+    at::Tensor once = gflat.clone();
+    REQUIRE(once.abs().max().item<double>() > 0);
+    REQUIRE(at::equal(lora_block_fwd(c, fview.w, a, h, plan, nullptr), out));
+    lora_block_fwd(c, fview.w, a, h, plan, &saved);
+    REQUIRE(at::equal(lora_block_bwd(c, fview.w, a, h, saved, dout, plan, scratch), dh));
+    check_close(gflat, 2 * once, 1e-6, "accumulated adapter gradients");
+    LoraBlock other = a;
+    other.dropout_seed = 78;
+    REQUIRE_FALSE(at::allclose(lora_block_fwd(c, fview.w, other, h, plan, nullptr), out));
+    other.dropout = 0;
+    at::Tensor plain = lora_block_fwd(c, fview.w, other, h, plan, nullptr);
+    REQUIRE_FALSE(at::allclose(plain, out));
+  }
 }
 
 TEST_CASE("lora: merging adds (alpha / r) B A to the base weight") {
