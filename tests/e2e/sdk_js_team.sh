@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Databricks' JS SDK (@databricks/sdk-experimental, pinned in tests/e2e/sdk_js/package-lock.json) drives the
-# Token API, token management, SCIM Me and secret scope ACLs against the workspace as an admin, alice and bob
+# Token API, token management, SCIM Me, secret scope ACLs and volume grants (Files API) against the workspace as an admin, alice and bob
 # (tests/e2e/sdk_js/sdk_team.mjs says each step). Skips (125) when node/npm are missing or the npm registry
 # cannot be reached; the install is kept in the build tree and reused.
 source "$(dirname "$0")/lib/common.bash"

@@ -1,5 +1,5 @@
 // Databricks' own JS SDK (@databricks/sdk-experimental) against an air workspace: the Token API, token
-// management, SCIM Me and secret scope ACLs, as two users and an admin (docs/security.md). Every call goes
+// management, SCIM Me, secret scope ACLs and volume grants with the Files API, as two users and an admin (docs/security.md). Every call goes
 // through the SDK's own request code, auth and error parsing; a failed expectation exits 1 naming the step.
 // Usage: node sdk_team.mjs URL ADMIN_TOKEN ALICE_TOKEN BOB_TOKEN SECRET_VALUE
 import sdk from "@databricks/sdk-experimental";
@@ -87,6 +87,38 @@ await refused("bob: secrets.getSecret after the grant is deleted", () => bob.sec
   403, "PERMISSION_DENIED", /READ/);
 await expect("alice: secrets.listAcls no longer names bob", () => all(alice.secrets.listAcls({ scope })),
   (l) => l.some((a) => a.principal === "bob") ? JSON.stringify(l) : "");
+
+// Volumes (Unity Catalog grants and the Files API): the creator owns main.sdk.data; bob reads only with
+// READ_VOLUME and never writes. SDK 0.17.0 sends no body for files.upload (its _upload drops `contents`) nor for
+// grants.update (its client attaches a payload to POST and PUT only), so those two requests are made with
+// fetch, in the same shapes the SDK documents; every other call is the SDK's.
+const vol = "/Volumes/main/sdk/data", file = `${vol}/hello.txt`, words = `hello from alice ${Date.now()}`;
+const raw = (token, method, path, body, type) => fetch(url + path, { method, body,
+  headers: { Authorization: `Bearer ${token}`, "Content-Type": type } }).then(async (r) => {
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`); return r; });
+const grant = (change) => raw(aliceTok, "PATCH", "/api/2.1/unity-catalog/permissions/volume/main.sdk.data",
+  JSON.stringify({ changes: [change] }), "application/json");
+const read = async (c) => new Response((await c.files.download({ file_path: file })).contents).text();
+await expect("alice: files.createDirectory makes her volume", () => alice.files.createDirectory({ directory_path: vol }), () => "");
+await expect("alice: a file uploaded through the Files API", () => raw(aliceTok, "PUT", `/api/2.0/fs/files${file}?overwrite=true`,
+  words, "application/octet-stream"), () => "");
+await expect("alice: files.download gives it back", () => read(alice), (t) => t === words ? "" : `got '${t}'`);
+await refused("bob: files.download before a grant", () => read(bob), 403, "PERMISSION_DENIED", /READ_VOLUME.*main\.sdk\.data/);
+await refused("bob: grants.get before a grant", () => bob.grants.get({ securable_type: "volume", full_name: "main.sdk.data" }),
+  403, "PERMISSION_DENIED", /READ_VOLUME/);
+await refused("bob: granting himself WRITE_VOLUME", () => raw(bobTok, "PATCH", "/api/2.1/unity-catalog/permissions/volume/main.sdk.data",
+  JSON.stringify({ changes: [{ principal: "bob", add: ["WRITE_VOLUME"] }] }), "application/json").catch((e) => {
+  const m = /: (\d+) (.*)$/s.exec(e.message); const b = JSON.parse(m[2]);
+  throw Object.assign(new Error(b.message), { statusCode: +m[1], errorCode: b.error_code }); }), 403, "PERMISSION_DENIED");
+await expect("alice: grants READ_VOLUME to bob", () => grant({ principal: "bob", add: ["READ_VOLUME"] }), () => "");
+await expect("bob: grants.get shows his READ_VOLUME", () => bob.grants.get({ securable_type: "volume", full_name: "main.sdk.data" }),
+  (r) => (r.privilege_assignments ?? []).some((a) => a.principal === "bob" && a.privileges.includes("READ_VOLUME"))
+    ? "" : JSON.stringify(r));
+await expect("bob: files.download once granted", () => read(bob), (t) => t === words ? "" : `got '${t}'`);
+await refused("bob: files.upload with READ_VOLUME only", () => bob.files.upload({ file_path: `${vol}/bob.txt`, overwrite: true }),
+  403, "PERMISSION_DENIED", /WRITE_VOLUME/);
+await expect("alice: revokes it", () => grant({ principal: "bob", remove: ["READ_VOLUME"] }), () => "");
+await refused("bob: files.download after the revoke", () => read(bob), 403, "PERMISSION_DENIED", /READ_VOLUME/);
 
 console.log(failed ? `${failed} step(s) failed` : "all steps passed");
 process.exit(failed ? 1 : 0);
