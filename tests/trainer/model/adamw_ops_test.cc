@@ -60,16 +60,16 @@ TEST_CASE("ops: adamw_step_ equals torch.optim.AdamW's update, with the clipping
       adamw_double(s, lr, b1, b2, wd, eps, step, mul);
     }
     INFO("grad_mul " << mul);
-    CHECK(max_rel(values(m), s.m) < 1e-5);
-    CHECK(max_rel(values(v), s.v) < 1e-5);
-    CHECK(max_rel(values(p), s.p) < 1e-5);
+    REQUIRE(max_rel(values(m), s.m) < 1e-5);
+    REQUIRE(max_rel(values(v), s.v) < 1e-5);
+    REQUIRE(max_rel(values(p), s.p) < 1e-5);
   }
   // The factor changes the moments: running without it does not give the clipped result.
   at::Tensor p = p0.clone(), m = m0.clone(), v = v0.clone();
   ops::adamw_step_(p, g, m, v, lr, b1, b2, wd, eps, 1);
   State s{values(p0), values(g), values(m0), values(v0)};
   adamw_double(s, lr, b1, b2, wd, eps, 1, 0.37);
-  CHECK(max_rel(values(m), s.m) > 1e-2);
+  REQUIRE(max_rel(values(m), s.m) > 1e-2);
 }
 
 TEST_CASE("ops: adamw_step_ on bf16 state rounds each stored value once") {
@@ -82,7 +82,7 @@ TEST_CASE("ops: adamw_step_ on bf16 state rounds each stored value once") {
   // The same step in fp32 from the bf16 values, rounded to bf16 at the end: equal.
   at::Tensor pf = bf(p0).to(at::kFloat), mf = bf(m0).to(at::kFloat), vf = bf(v0).to(at::kFloat);
   ops::adamw_step_(pf, gb.to(at::kFloat), mf, vf, 1e-3, 0.9, 0.95, 0.1, 1e-8, 2, at::full({}, 0.5, at::kFloat));
-  CHECK(at::equal(m, bf(mf)));
-  CHECK(at::equal(v, bf(vf)));
-  CHECK(at::equal(p, bf(pf)));
+  REQUIRE(at::equal(m, bf(mf)));
+  REQUIRE(at::equal(v, bf(vf)));
+  REQUIRE(at::equal(p, bf(pf)));
 }
