@@ -7,7 +7,8 @@ tokenizer, random weights. Each run is one air-train process; it prints the run'
 
 A run is SHAPE:MODE[:OPTION...]: MODE padded (one example per row, as the reference) or packed (several
 examples per row, attention within each); options: ac (recompute every block), noac (recompute none),
-repeatkv (attention on repeated k/v heads instead of GQA kernels), steps=N, warmup=N, curve (write every step's loss),
+repeatkv (attention on repeated k/v heads instead of GQA kernels), adamw=aten (torch's
+_fused_adamw_ instead of air-train's AdamW kernel: AIR_TRAIN_ADAMW), steps=N, warmup=N, curve (write every step's loss),
 collectives (AIR_TRAIN_WORLD1_NCCL=1: the gathers and reduce-scatters of N GPUs, over NCCL, at world 1),
 carveout=N (GEMMs leave N SMs free), trace (a profiler trace of the step after warm-up, next to --json as trace_SPEC.json; bench/fsdp_trace.py reads it),
 fp8 (precision: fp8, tensorwise scaling), rowwise (with fp8: fp8_scaling: rowwise), seq=N (max_seq_len, default 1024),
@@ -119,6 +120,9 @@ def run(args, spec, work):
         env["AIR_TRAIN_LORA_ALIGN"] = "0"
     if "collectives" in opts:
         env["AIR_TRAIN_WORLD1_NCCL"] = "1"
+    adamw = next((o[6:] for o in opts if o.startswith("adamw=")), None)
+    if adamw:  # which fused AdamW updates the bf16 shards (trainer/parallel/fsdp.cc)
+        env["AIR_TRAIN_ADAMW"] = adamw
     carve = next((o[9:] for o in opts if o.startswith("carveout=")), None)
     if carve:  # cuBLAS leaves this many SMs to communication kernels (AIR_TRAIN_SM_CARVEOUT)
         env["AIR_TRAIN_SM_CARVEOUT"] = carve

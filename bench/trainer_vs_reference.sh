@@ -19,6 +19,11 @@
 # LoRA table, then with AIR_LORA_CURVE_STEPS=N (default 0: none) the LoRA curve below.
 # lora-curve: build, then the N-step (AIR_LORA_CURVE_STEPS, default 300) 1B LoRA curve beside transformers + PEFT on
 # the same rows from the same initial adapter (bench/lora_curve.py, PNG).
+# targets: issue 31's table in one call: build, the kernel, transformers and FP8 checks, the peer `compiled` at
+# 8B and 1B (4 x 1024 x 2) and at 8B T=8192 (1 x 8192 x 2, bench/peer_at_shape.py: on the reference's padded rows
+# with their mask, and on full rows without one; target 3 is judged against the faster), our bf16 and fp8 rows at both
+# row lengths and 1B (RUNS, default below), AIR_FP8_CURVE_STEPS as in fp8 mode, then the table with each target
+# judged (met / not met). AIR_ATTN_BENCH=1 adds bench/attention_kernels.py (SDPA backends at our shapes).
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -28,6 +33,8 @@ what=${1:-all}
 runs=${2:-8b:padded,8b:padded:ac,8b:packed,1b:padded,1b:packed}
 [ "$what" = lora ] && runs=${2:-8b:padded:lora,1b:padded:lora,8b:packed:lora}
 [ "$what" = fp8 ] && runs=${2:-8b:padded:outside=20,8b:padded:fp8:outside=20,8b:padded:fp8:rowwise,8b:padded:seq=8192:mb=1:acc=2:fp8}
+[ "$what" = targets ] &&
+  runs=${2:-8b:padded:outside=20,8b:padded:fp8,8b:padded:seq=8192:mb=1:acc=2,8b:padded:seq=8192:mb=1:acc=2:fp8,1b:padded}
 prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export PYTHONUNBUFFERED=1
 t0=$(date +%s)
@@ -47,7 +54,7 @@ cmake --build "$bdir" -j16 --target air-train air-train-check >>"$OUT/build.log"
 bin=$bdir/bin
 stamp "built"
 
-if [ "$what" = all ] || [ "$what" = check ]; then
+if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = targets ]; then
   stamp "kernel check"
   "$bin/air-train-check" --kernels 2>&1 | tee "$OUT/kernels.log"
   stamp "transformers check (autograd reference and the training engine's manual path)"
@@ -55,7 +62,7 @@ if [ "$what" = all ] || [ "$what" = check ]; then
     2>&1 | grep -E "^\[|PASS|FAIL|Error|error" | tail -30
 fi
 [ "$what" = check ] && exit 0
-if [ "$what" = fp8 ]; then
+if [ "$what" = fp8 ] || [ "$what" = targets ]; then
   stamp "fp8 GEMM check: errors against fp32 and the CPU emulation, speed beside bf16"
   "$bin/air-train-check" --fp8 2>&1 | tee "$OUT/fp8_check.log"
 fi
@@ -127,14 +134,42 @@ if [ "$what" = all ]; then
   grep -A4 "PEER SUMMARY" "$OUT/peer.log" | tail -4
 fi
 
+if [ "$what" = targets ]; then
+  if [ "${AIR_ATTN_BENCH:-0}" = 1 ]; then
+    stamp "attention kernels: SDPA backends at our shapes and layout"
+    python3 "$root/bench/attention_kernels.py" --json "$OUT/attention_kernels.json" 2>&1 | tee "$OUT/attention_kernels.log"
+  fi
+  stamp "peer (torch.compile): 4 x 1024 x 2 at 8B and 1B"
+  mkdir -p "$OUT/peer" "$OUT/peer_long"
+  OUT="$OUT/peer" timeout 240 python3 -m torch.distributed.run --standalone --nproc_per_node=1 \
+    "$root/bench/tuned_peer.py" compiled:8b compiled:1b >"$OUT/peer.log" 2>&1
+  grep -A3 "PEER SUMMARY" "$OUT/peer.log" | tail -3
+  stamp "peer (torch.compile): 8B, 1 x 8192 x 2"
+  OUT="$OUT/peer_long" timeout 200 python3 -m torch.distributed.run --standalone --nproc_per_node=1 \
+    "$root/bench/peer_at_shape.py" --seq 8192 --mb 1 --acc 2 compiled:8b >"$OUT/peer_long.log" 2>&1
+  grep -A2 "PEER SUMMARY" "$OUT/peer_long.log" | tail -2
+  stamp "peer (torch.compile): 8B, 1 x 8192 x 2, full rows (no padding mask)"
+  mkdir -p "$OUT/peer_long_full"
+  OUT="$OUT/peer_long_full" timeout 200 python3 -m torch.distributed.run --standalone --nproc_per_node=1 \
+    "$root/bench/peer_at_shape.py" --seq 8192 --mb 1 --acc 2 --full-rows compiled:8b >"$OUT/peer_long_full.log" 2>&1
+  grep -A2 "PEER SUMMARY" "$OUT/peer_long_full.log" | tail -2
+fi
+
 stamp "air-train: $runs"
 python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$runs" --json "$OUT/ours.json" \
   2>&1 | tee "$OUT/ours.log"
-if [ "$what" = fp8 ] && [ "${AIR_FP8_CURVE_STEPS:-0}" -gt 0 ]; then
+if { [ "$what" = fp8 ] || [ "$what" = targets ]; } && [ "${AIR_FP8_CURVE_STEPS:-0}" -gt 0 ]; then
   stamp "fp8 loss curve: ${AIR_FP8_CURVE_STEPS} steps of the ${AIR_FP8_CURVE_SHAPE:-1b} shape, bf16 and fp8 on the same rows"
   python3 "$root/bench/fp8_curve.py" --bin "$bin" --data "$root/bench-data" --out "$OUT" \
     --steps "$AIR_FP8_CURVE_STEPS" --window "${AIR_FP8_CURVE_WINDOW:-50}" --shape "${AIR_FP8_CURVE_SHAPE:-1b}" \
     2>&1 | tee "$OUT/fp8_curve.log"
 fi
 stamp "done"
-python3 "$root/bench/trainer_table.py" "$OUT" | tee "$OUT/table.md"
+targets_flag=""
+[ "$what" = targets ] && targets_flag=--targets
+python3 "$root/bench/trainer_table.py" "$OUT" $targets_flag | tee "$OUT/table.md"
+if [ "$what" = targets ]; then
+  # The device tool brings back at most 8 files: the table, our runs' JSON and one archive of the rest.
+  (cd "$OUT" && tar czf extras.tgz --exclude=extras.tgz --exclude=table.md --exclude=ours.json ./* &&
+     find . -mindepth 1 -maxdepth 1 ! -name extras.tgz ! -name table.md ! -name ours.json -exec rm -rf {} +)
+fi

@@ -1,6 +1,7 @@
 // air-train-check: runs our model on token ids from a safetensors file and writes logits, loss and
 // gradients (and optionally a checkpoint after one AdamW step), so scripts/gpu/check_hf.py can compare
 // them with transformers. Not part of training; a measuring instrument for docs/gpu-checks.md.
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include <ATen/core/grad_mode.h>
+#include <torch/version.h>
 
 #include "core/base/error.h"
 #include "trainer/model/block.h"
@@ -15,6 +17,7 @@
 #include "trainer/checkpoint/hf_checkpoint.h"
 #include "trainer/model/llama_config.h"
 #include "trainer/model/model.h"
+#include "trainer/metrics.h"
 #include "trainer/model/ops.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/checkpoint/safetensors.h"
@@ -113,6 +116,12 @@ int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const 
   return 0;
 }
 
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define AIR_CHECK_FUSED_ADAMW 1
+#else
+#define AIR_CHECK_FUSED_ADAMW 0
+#endif
+
 // --kernels: our fused CUDA kernels against the ATen reference path on random bf16 data of the 8B block's
 // sizes; prints the relative error of each and fails past bf16 rounding.
 int run_kernel_check() {
@@ -175,6 +184,61 @@ int run_kernel_check() {
   ops::set_use_cuda_kernels(true);
   report("cross-entropy loss", loss_k, loss_r, 1e-5);
   report("cross-entropy gradient", lk, lr, 1e-2);
+  // AdamW over one 8B block's worth of parameters (218,112,000 + 5: a tail past the 8-element vectors), from the
+  // same state: our kernel against the ATen reference ops (fp32 math) and torch's _fused_adamw_, a step with
+  // the clipping factor applied, then their times (14 bytes a parameter move).
+  {
+    const int64_t n = 218112000 + 5;
+    at::Tensor p0 = at::randn({n}, bf) * 0.02, g = at::randn({n}, bf) * 1e-3, m0 = at::randn({n}, bf) * 1e-4;
+    at::Tensor v0 = at::rand({n}, bf) * 1e-6, clip = at::full({}, 0.37, bf.dtype(at::kFloat));
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.95, wd = 0.1, eps = 1e-8;
+    const int64_t step = 7;
+    auto run = [&](int how, at::Tensor& p, at::Tensor& m, at::Tensor& v) {
+      if (how == 2) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+        at::Tensor st = at::full({}, static_cast<double>(step), bf.dtype(at::kFloat));
+        at::_fused_adamw_({p}, {g}, {m}, {v}, {}, {st}, lr, b1, b2, wd, eps, false, false,
+                          clip.reciprocal().reshape({1}));
+#endif
+        return;
+      }
+      ops::set_use_cuda_kernels(how == 0);
+      ops::adamw_step_(p, g, m, v, lr, b1, b2, wd, eps, step, clip);
+      ops::set_use_cuda_kernels(true);
+    };
+    at::Tensor pk = p0.clone(), mk = m0.clone(), vk = v0.clone();
+    at::Tensor pr = p0.clone(), mr = m0.clone(), vr = v0.clone();
+    run(0, pk, mk, vk);
+    run(1, pr, mr, vr);
+    // Each compared on the change it makes (the parameters move by ~lr per step, far below bf16's step at 0.02).
+    report("adamw parameter update vs ATen ops", (pk.to(at::kFloat) - p0.to(at::kFloat)), (pr.to(at::kFloat) - p0.to(at::kFloat)), 2e-2);
+    report("adamw exp_avg vs ATen ops", mk, mr, 1e-2);
+    report("adamw exp_avg_sq vs ATen ops", vk, vr, 1e-2);
+    // A wrong clipping factor must show: the kernel without it differs from the reference with it.
+    at::Tensor pn = p0.clone(), mn = m0.clone(), vn = v0.clone();
+    ops::adamw_step_(pn, g, mn, vn, lr, b1, b2, wd, eps, step);
+    const double miss = ((mn.to(at::kFloat) - mr.to(at::kFloat)).norm() / mr.to(at::kFloat).norm()).item<double>();
+    const bool caught = miss > 1e-1;
+    ok = ok && caught;
+    std::cout << "kernels: adamw without the clipping factor differs by " << miss << (caught ? " (caught) ok" : " FAIL") << "\n";
+    // Last: torch's kernel writes the unscaled gradient back into g (grads are mutable in _fused_adamw_).
+    if (AIR_CHECK_FUSED_ADAMW) {
+      at::Tensor pf = p0.clone(), mf = m0.clone(), vf = v0.clone();
+      run(2, pf, mf, vf);
+      report("adamw parameter update vs torch _fused_adamw_", (pk.to(at::kFloat) - p0.to(at::kFloat)), (pf.to(at::kFloat) - p0.to(at::kFloat)), 2e-2);
+      report("adamw exp_avg_sq vs torch _fused_adamw_", vk, vf, 1e-2);
+    }
+    for (int how : {0, AIR_CHECK_FUSED_ADAMW ? 2 : 1}) {
+      for (int i = 0; i < 3; ++i) run(how, pk, mk, vk);
+      synchronize(at::Device(at::kCUDA));
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 10; ++i) run(how, pk, mk, vk);
+      synchronize(at::Device(at::kCUDA));
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 10;
+      std::cout << "kernels: adamw " << (how == 0 ? "ours" : how == 2 ? "torch _fused_adamw_" : "ATen ops") << " " << ms
+                << " ms for " << n << " bf16 parameters (" << 14.0 * n / ms / 1e9 << " TB/s at 14 bytes each)\n";
+    }
+  }
   (void)res;
   std::cout << "kernels: " << (ok ? "PASS" : "FAIL") << "\n";
   return ok ? 0 : 1;

@@ -131,7 +131,7 @@ const std::vector<Field>& fields() {
                  "recompute blocks in backward: auto (as many kept as free memory holds), true (all), false",
                  &C::activation_checkpointing, {"auto", "true", "false"}),
       enum_field("init", "start from the model's weights or from random", &C::init, {"pretrained", "random"}),
-      enum_field("fused_adamw", "use at::_fused_adamw_ where available", &C::fused_adamw, {"auto", "on", "off"}),
+      enum_field("fused_adamw", "a fused AdamW pass where available (ours for bf16 on CUDA, else at::_fused_adamw_)", &C::fused_adamw, {"auto", "on", "off"}),
       int_field("log_every", "print metrics every N steps", &C::log_every),
       int_field("max_examples", "use only the first N examples (0: all)", &C::max_examples),
       str_field("tokenizer_path", "tokenizer.json (default: the model's)", &C::tokenizer_path),

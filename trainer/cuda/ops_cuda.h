@@ -19,4 +19,7 @@ at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets,
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
            bool inverse, const at::Tensor& amax);
 
+void adamw_step_(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, double lr, double beta1,
+                 double beta2, double weight_decay, double eps, int64_t step, const at::Tensor& grad_mul);
+
 }  // namespace air::train::ops::cuda

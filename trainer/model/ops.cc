@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 
 #ifndef AIR_TRAIN_CUDA_KERNELS
 #define AIR_TRAIN_CUDA_KERNELS 0
@@ -34,6 +35,32 @@ void fold_amax(const at::Tensor& amax, const at::Tensor& x) {
   // amax of the stored values, exact in fp32 (every bf16 value is an fp32 value); NaN propagates.
   at::Tensor m = at::linalg_vector_norm(x, INFINITY, c10::nullopt, false, at::kFloat);
   amax.copy_(at::maximum(amax, m));  // maximum propagates NaN
+}
+
+bool adamw_kernel_for(const at::Tensor& p, const at::Tensor& g, const at::Tensor& m, const at::Tensor& v) {
+  for (const at::Tensor* t : {&p, &g, &m, &v})
+    if (!kernels_for(*t) || !t->is_contiguous() || t->numel() != p.numel() ||
+        reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0)
+      return false;
+  return true;
+}
+
+void adamw_step_(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, double lr, double beta1,
+                 double beta2, double weight_decay, double eps, int64_t step, const at::Tensor& grad_mul) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (adamw_kernel_for(p, g, m, v)) return cuda::adamw_step_(p, g, m, v, lr, beta1, beta2, weight_decay, eps, step, grad_mul);
+#endif
+  at::Tensor pf = p.to(at::kFloat), gf = g.to(at::kFloat), mf = m.to(at::kFloat), vf = v.to(at::kFloat);
+  if (grad_mul.defined()) gf = gf * grad_mul.to(gf.device(), at::kFloat);
+  pf.mul_(1 - lr * weight_decay);
+  mf.mul_(beta1).add_(gf, 1 - beta1);
+  vf.mul_(beta2).addcmul_(gf, gf, 1 - beta2);
+  const double bias1 = 1 - std::pow(beta1, static_cast<double>(step));
+  const double bias2 = 1 - std::pow(beta2, static_cast<double>(step));
+  pf.addcdiv_(mf, vf.sqrt().div_(std::sqrt(bias2)).add_(eps), -lr / bias1);
+  p.copy_(pf);
+  m.copy_(mf);
+  v.copy_(vf);
 }
 
 bool have_cuda_kernels() { return AIR_TRAIN_CUDA_KERNELS != 0; }

@@ -45,6 +45,17 @@ void fold_amax(const at::Tensor& amax, const at::Tensor& x);
 // Returns the summed loss (fp32, 0-dim) and overwrites `logits` with d(loss * scale) / dlogits.
 at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale);
 
+// One AdamW step in place over flat tensors of one size (torch.optim.AdamW's math, decoupled weight decay, fp32
+// arithmetic in the order of torch's fused AdamW): g' = g * grad_mul (grad_mul: undefined = 1, or one fp32
+// element on the device, e.g. gradient clipping's factor); p -= lr * wd * p; m = b1 m + (1 - b1) g';
+// v = b2 v + (1 - b2) g'^2; p -= lr / (1 - b1^step) * m / (sqrt(v) / sqrt(1 - b2^step) + eps). step: 1-based.
+// bf16 CUDA tensors (contiguous, 16-byte aligned) take one fused kernel per call (one pass, 14 bytes a
+// parameter); everything else runs the ATen reference ops here.
+void adamw_step_(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, double lr, double beta1,
+                 double beta2, double weight_decay, double eps, int64_t step, const at::Tensor& grad_mul = {});
+// Whether adamw_step_ takes the fused kernel for these tensors.
+bool adamw_kernel_for(const at::Tensor& p, const at::Tensor& g, const at::Tensor& m, const at::Tensor& v);
+
 // Whether CUDA tensors take our fused kernels (a CUDA build with trainer/cuda compiled in).
 bool have_cuda_kernels();
 // Force the ATen path even where kernels exist (tests compare the two).

@@ -8,10 +8,13 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <unordered_set>
 #include <utility>
 
 #include "core/base/error.h"
+#include "trainer/model/ops.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
 #define AIR_FSDP_FUSED_ADAMW 1
@@ -21,6 +24,16 @@
 
 namespace air::train {
 namespace {
+
+bool own_adamw_kernel() {
+  static const bool on = [] {
+    const char* v = std::getenv("AIR_TRAIN_ADAMW");
+    const std::string s = v ? v : "air";
+    if (s != "air" && s != "aten") throw Error("AIR_TRAIN_ADAMW must be air or aten, not '" + s + "'");
+    return s == "air";
+  }();
+  return on;
+}
 
 // What a unit's backward needs besides the saved input: which unit, and the function to recompute.
 struct Segment : torch::CustomClassHolder {
@@ -300,6 +313,18 @@ void Fsdp::step(const AdamWConfig& a) {
   backward_left_.clear();
   for (auto& u : units_)
     if (u->cast_valid) u->cast_valid = false, u->gathered = at::Tensor();
+  // bf16 shards on a GPU with our kernels: one pass per shard (ops::adamw_step_), the clipping factor read by
+  // the kernel. AIR_TRAIN_ADAMW=aten keeps torch's _fused_adamw_ below (for comparing the two).
+  if (config_.fused_adamw && own_adamw_kernel()) {
+    bool all = true;
+    for (auto& u : units_) all = all && ops::adamw_kernel_for(u->master, u->grad, u->exp_avg, u->exp_avg_sq);
+    if (all) {
+      for (auto& u : units_)
+        ops::adamw_step_(u->master, u->grad, u->exp_avg, u->exp_avg_sq, a.lr, a.beta1, a.beta2, a.weight_decay, a.eps,
+                         steps_, clip_coef);
+      return;
+    }
+  }
 #if AIR_FSDP_FUSED_ADAMW
   if (config_.fused_adamw && config_.device.is_cuda()) {
     if (!step_t_.defined()) step_t_ = at::zeros({}, opts(c10::kFloat, config_.device));
