@@ -81,8 +81,9 @@ sched::Input Workspace::queue_input() const {
   sched::Input in;
   in.now_ms = now();
   for (const auto& [name, range] : pool_gpus_) in.pools.push_back({name, range.second});
-  for (const auto& [id, r] : runs_) {
-    if (is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed))) continue;
+  for (const RunRecord* rp : active_runs()) {
+    const RunRecord& r = *rp;
+    const std::string& id = r.info.run_id;
     int gpus = r.info.gpu ? r.info.num_nodes * r.info.accelerators_per_node : 0;
     auto cls = sched::priority_from_string(r.info.priority_class).value_or(sched::PriorityClass::kNormal);
     int64_t bound = r.info.timeout_minutes ? int64_t(*r.info.timeout_minutes) * opts_.minute_ms : 0;
@@ -123,8 +124,8 @@ void Workspace::schedule_pass() {
     // A batch system queues and allocates (its priorities come from the QOS the class maps to): every
     // waiting run goes to it at once, in submission order.
     std::vector<RunRecord*> rs;
-    for (auto& [id, r] : runs_)
-      if (waiting(r)) rs.push_back(&r);
+    for (RunRecord* r : active_runs())
+      if (waiting(*r)) rs.push_back(r);
     std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
     for (RunRecord* r : rs)
       if (waiting(*r)) start_attempt(*r);

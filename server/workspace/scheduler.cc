@@ -195,9 +195,12 @@ void Workspace::tick() {
   poll_jobs();
   run_job_cancels();
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& [id, r] : runs_) {
-    auto st = run_state_from_string(r.info.state).value_or(RunState::kFailed);
-    if (!is_terminal(st)) tick_run(r);
+  for (auto it = active_.begin(); it != active_.end();) {  // the ended leave the index here, and only here
+    auto r = runs_.find(*it);
+    if (r == runs_.end() || is_terminal(run_state_from_string(r->second.info.state).value_or(RunState::kFailed)))
+      it = active_.erase(it);
+    else
+      tick_run(r->second), ++it;
   }
   schedule();
   // Agents of ended attempts normally exit on their own; whatever is left after the grace is killed, so

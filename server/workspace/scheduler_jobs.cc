@@ -80,11 +80,9 @@ void Workspace::poll_jobs() {
     int64_t t = now();
     if (t - last_job_poll_ms_ < opts_.job_poll_ms) return;
     last_job_poll_ms_ = t;
-    for (auto& [id, r] : runs_) {
-      api::AttemptInfo* a = current(r);
-      if (a && !a->job_id.empty() && !attempt_over(*a) &&
-          !is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed)))
-        ids.push_back(a->job_id);
+    for (RunRecord* r : active_runs()) {
+      api::AttemptInfo* a = current(*r);
+      if (a && !a->job_id.empty() && !attempt_over(*a)) ids.push_back(a->job_id);
     }
   }
   if (ids.empty()) return;
@@ -99,7 +97,8 @@ void Workspace::poll_jobs() {
   if (!error.empty() && error != last_job_poll_error_)
     std::fprintf(stderr, "air server: %s (job states are unknown until it answers)\n", error.c_str());
   last_job_poll_error_ = error;
-  for (auto& [id, r] : runs_) {
+  for (const std::string& id : active_) {  // still holds every run polled above: only tick() prunes it
+    RunRecord& r = find(id);
     api::AttemptInfo* a = current(r);
     if (!a || a->job_id.empty() || attempt_over(*a)) continue;
     if (std::find(ids.begin(), ids.end(), a->job_id) == ids.end()) continue;  // launched after the poll

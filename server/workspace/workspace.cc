@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
 
 #include "core/base/error.h"
 #include "core/base/host.h"
@@ -111,6 +112,7 @@ void Workspace::start() {
       if (r.info.user.empty()) r.info.user = identity_->bootstrap_admin();  // runs from before users existed
       services_->add_metrics(r.info, false);  // the attempts' MLflow run ids live in the MLflow tables
       std::string id = r.info.run_id;
+      if (!is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed))) active_.insert(id);
       runs_[id] = std::move(r);
     }
     // Agents keep running while the workspace is down; give each one a full heartbeat window to re-attach.
@@ -237,6 +239,22 @@ std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, con
 void Workspace::require_run(const Principal& who, const std::string& run_id, RunLevel need) const {
   RunAccess a = run_access(run_id);
   if (auto why = run_refusal(who, run_id, a.owner, a.grants, need)) throw HttpError(403, "PERMISSION_DENIED", *why);
+}
+
+std::vector<const RunRecord*> Workspace::active_runs() const {
+  std::vector<const RunRecord*> out;
+  out.reserve(active_.size());
+  for (const std::string& id : active_) {
+    const RunRecord& r = find(id);
+    if (!is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed))) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<RunRecord*> Workspace::active_runs() {
+  std::vector<RunRecord*> out;
+  for (const RunRecord* r : std::as_const(*this).active_runs()) out.push_back(const_cast<RunRecord*>(r));
+  return out;
 }
 
 RunRecord& Workspace::find(const std::string& id) {
@@ -417,6 +435,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   if (!key.empty()) idempotency_[key] = i.run_id;
   std::string id = i.run_id;
   runs_[id] = std::move(r);
+  active_.insert(id);
   RunRecord& stored = runs_[id];
   save(stored);
   schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
