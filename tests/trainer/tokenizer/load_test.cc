@@ -70,6 +70,9 @@ TEST_CASE("unsupported pre-tokenizers, normalizers and decoders are refused") {
 TEST_CASE("malformed files get a clear error") {
   CHECK_THROWS_WITH(Tokenizer::from_json_text("{\"model\": ", "t.json"),
                     Catch::StartsWith("t.json: not valid JSON: parse error at line 1, column 11"));
+  // A number no double holds is refused while parsing (nlohmann throws out_of_range there, not parse_error).
+  CHECK_THROWS_WITH(Tokenizer::from_json_text("{\"model\": 444444444444444444444e4444444444}", "t.json"),
+                    Catch::StartsWith("t.json: not valid JSON: number overflow parsing '444444444444444444444e4444444444'"));
   CHECK(load_error(Json::array()) == "t.json: (top level): expected a JSON object");
   auto j = small_tokenizer();
   j["model"]["vocab"]["zz"] = 3;
