@@ -26,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loss_curve import make_model, read_batches, smooth  # noqa: E402
+from loss_curve import compare_curves, make_model, read_batches  # noqa: E402
 
 LORA = {"r": 16, "alpha": 32, "target_modules": "all-linear"}
 
@@ -113,45 +113,10 @@ def main():
     ref, ref_norm = peer(model, os.path.join(dump, "init"), read_batches(batches), args.lr, log)
     log(f"[{time.time() - t:.0f} s] peer: {len(ref)} steps, loss {ref[0]:.4f} -> {ref[-1]:.4f}")
 
-    n = min(len(ours), len(ref))
-    a, b = ours[:n], ref[:n]
-    diff = [x - y for x, y in zip(a, b)]
-    w = 20
-    sa, sb = smooth(a, w), smooth(b, w)
-    rel = [abs(x - y) / y for x, y in zip(sa, sb)]
-    spread = sorted(abs(x - y) for x, y in zip(b, sb))[n // 2]
-    summary = {
-        "steps": n, "step1_loss": [a[0], b[0]], "step1_grad_norm": [ours_norm[0], ref_norm[0]],
-        "final_loss_mean_last50": [sum(a[-50:]) / len(a[-50:]), sum(b[-50:]) / len(b[-50:])],
-        "mean_abs_diff": sum(abs(d) for d in diff) / n, "mean_diff": sum(diff) / n,
-        "max_rel_diff_smoothed20": max(rel[w:]) if n > w else max(rel),
-        "peer_step_spread_median": spread,
-    }
-    with open(os.path.join(args.out, "lora_curve.json"), "w") as f:
-        json.dump({"summary": summary, "ours": a, "peer": b, "ours_grad_norm": ours_norm, "peer_grad_norm": ref_norm,
-                   "config": cfg}, f)
-    for k, v in summary.items():
-        log(f"{k}: {v}")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
-        xs = list(range(1, n + 1))
-        ax.plot(xs, b, color="#999999", lw=0.8, alpha=0.7, label="transformers + PEFT, per step")
-        ax.plot(xs, a, color="#4a90d9", lw=0.8, alpha=0.7, label="air-train (lora engine), per step")
-        ax.plot(xs, sb, color="#333333", lw=1.8, label=f"PEFT, mean of {w}")
-        ax.plot(xs, sa, color="#0b5cad", lw=1.8, ls="--", label=f"air-train, mean of {w}")
-        ax.set_xlabel("optimizer step (4 x 1024 rows x accumulation 2, same rows and initial adapter in both)")
-        ax.set_ylabel("loss (padding masked)")
-        ax.set_title(f"LoRA r 16 all-linear, Llama-3.2-1B shape, random base, Brown-corpus Alpaca records: {n} steps")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "lora_curve.png"))
-        log("plot: lora_curve.png")
-    except ImportError:
-        log("matplotlib missing: no plot (the JSON has both curves)")
+    compare_curves(args.out, "lora_curve", cfg, ours, ours_norm, ref, ref_norm, "peer",
+                   ("transformers + PEFT", "PEFT", "air-train (lora engine)"),
+                   "optimizer step (4 x 1024 rows x accumulation 2, same rows and initial adapter in both)",
+                   "LoRA r 16 all-linear, Llama-3.2-1B shape, random base, Brown-corpus Alpaca records", log)
     return 0
 
 

@@ -122,6 +122,54 @@ def smooth(xs, w):
     return out
 
 
+def compare_curves(out, stem, cfg, ours, ours_norm, ref, ref_norm, other, names, xlabel, title, log):
+    """Ours beside another trainer's curve on the same rows: a summary (printed and in <stem>.json, the other
+    side's keys named `other`) and a PNG (<stem>.png) when matplotlib is there. names: (the other's legend
+    label, its short name, our legend label). Shared by this script and bench/lora_curve.py."""
+    n = min(len(ours), len(ref))
+    a, b = ours[:n], ref[:n]
+    diff = [x - y for x, y in zip(a, b)]
+    w = 20
+    sa, sb = smooth(a, w), smooth(b, w)
+    rel = [abs(x - y) / y for x, y in zip(sa, sb)]
+    # The rows' own step-to-step spread: how far one step's loss sits from the smoothed curve.
+    spread = sorted(abs(x - y) for x, y in zip(b, sb))[n // 2]
+    summary = {
+        "steps": n, "step1_loss": [a[0], b[0]], "step1_grad_norm": [ours_norm[0], ref_norm[0]],
+        "final_loss_mean_last50": [sum(a[-50:]) / len(a[-50:]), sum(b[-50:]) / len(b[-50:])],
+        "mean_abs_diff": sum(abs(d) for d in diff) / n, "mean_diff": sum(diff) / n,
+        "max_rel_diff_smoothed20": max(rel[w:]) if n > w else max(rel),
+        f"{other}_step_spread_median": spread,
+    }
+    with open(os.path.join(out, f"{stem}.json"), "w") as f:
+        json.dump({"summary": summary, "ours": a, other: b, "ours_grad_norm": ours_norm,
+                   f"{other}_grad_norm": ref_norm, "config": cfg}, f)
+    for k, v in summary.items():
+        log(f"{k}: {v}")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib missing: no plot (the JSON has both curves)")
+        return
+    long_name, short_name, our_name = names
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+    xs = list(range(1, n + 1))
+    ax.plot(xs, b, color="#999999", lw=0.8, alpha=0.7, label=f"{long_name}, per step")
+    ax.plot(xs, a, color="#4a90d9", lw=0.8, alpha=0.7, label=f"{our_name}, per step")
+    ax.plot(xs, sb, color="#333333", lw=1.8, label=f"{short_name}, mean of {w}")
+    ax.plot(xs, sa, color="#0b5cad", lw=1.8, ls="--", label=f"air-train, mean of {w}")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("loss (padding masked)")
+    ax.set_title(f"{title}: {n} steps")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, f"{stem}.png"))
+    log(f"plot: {stem}.png")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", nargs="?", default="all", choices=["all", "reference"])
@@ -181,46 +229,10 @@ def main():
     print(f"[{time.time() - t:.0f} s] reference: {len(ref['loss'])} steps, loss {ref['loss'][0]:.4f} -> "
           f"{ref['loss'][-1]:.4f}", flush=True)
 
-    n = min(len(ours), len(ref["loss"]))
-    a, b = ours[:n], ref["loss"][:n]
-    diff = [x - y for x, y in zip(a, b)]
-    w = 20
-    sa, sb = smooth(a, w), smooth(b, w)
-    rel = [abs(x - y) / y for x, y in zip(sa, sb)]
-    # The rows' own step-to-step spread: how far one step's loss sits from the smoothed curve.
-    spread = sorted(abs(x - y) for x, y in zip(b, sb))[n // 2]
-    summary = {
-        "steps": n, "step1_loss": [a[0], b[0]], "step1_grad_norm": [ours_norm[0], ref["grad_norm"][0]],
-        "final_loss_mean_last50": [sum(a[-50:]) / len(a[-50:]), sum(b[-50:]) / len(b[-50:])],
-        "mean_abs_diff": sum(abs(d) for d in diff) / n, "mean_diff": sum(diff) / n,
-        "max_rel_diff_smoothed20": max(rel[w:]) if n > w else max(rel),
-        "reference_step_spread_median": spread,
-    }
-    with open(os.path.join(args.out, "loss_curve.json"), "w") as f:
-        json.dump({"summary": summary, "ours": a, "reference": b, "ours_grad_norm": ours_norm,
-                   "reference_grad_norm": ref["grad_norm"], "config": cfg}, f)
-    for k, v in summary.items():
-        print(f"{k}: {v}")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
-        xs = list(range(1, n + 1))
-        ax.plot(xs, b, color="#999999", lw=0.8, alpha=0.7, label="reference recipe (transformers + FSDP1), per step")
-        ax.plot(xs, a, color="#4a90d9", lw=0.8, alpha=0.7, label="air-train (FSDP engine), per step")
-        ax.plot(xs, sb, color="#333333", lw=1.8, label=f"reference, mean of {w}")
-        ax.plot(xs, sa, color="#0b5cad", lw=1.8, ls="--", label=f"air-train, mean of {w}")
-        ax.set_xlabel("optimizer step (4 x 1024 rows x accumulation 2, same rows in both)")
-        ax.set_ylabel("loss (padding masked)")
-        ax.set_title(f"Llama-3.2-1B shape, random init, Brown-corpus Alpaca records: {n} steps")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "loss_curve.png"))
-        print("plot: loss_curve.png")
-    except ImportError:
-        print("matplotlib missing: no plot (the JSON has both curves)")
+    compare_curves(args.out, "loss_curve", cfg, ours, ours_norm, ref["loss"], ref["grad_norm"], "reference",
+                   ("reference recipe (transformers + FSDP1)", "reference", "air-train (FSDP engine)"),
+                   "optimizer step (4 x 1024 rows x accumulation 2, same rows in both)",
+                   "Llama-3.2-1B shape, random init, Brown-corpus Alpaca records", print)
     return 0
 
 
