@@ -19,26 +19,13 @@
 
 #include "server/api/files.h"
 #include "server/workspace/workspace.h"
+#include "tests/server/recording_backend.h"
 
 namespace fs = std::filesystem;
 using namespace air::server;
 using nlohmann::json;
 
 namespace {
-
-class RecordingBackend : public Backend {
- public:
-  explicit RecordingBackend(std::vector<NodeLaunch>& started) : started_(started) {}
-  int total_gpus() const override { return 0; }
-  int start_node(const NodeLaunch& l) override {
-    started_.push_back(l);
-    return 4242;
-  }
-  bool agent_alive(int) override { return true; }
-
- private:
-  std::vector<NodeLaunch>& started_;
-};
 
 struct Served {
   std::string home;

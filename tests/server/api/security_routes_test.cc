@@ -22,6 +22,7 @@
 #include "server/api/secrets.h"
 #include "server/http/server.h"
 #include "server/workspace/workspace.h"
+#include "tests/server/recording_backend.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -73,20 +74,6 @@ std::vector<Row> read_table() {
   }
   return rows;
 }
-
-class RecordingBackend : public Backend {
- public:
-  explicit RecordingBackend(std::vector<NodeLaunch>& started) : started_(started) {}
-  int total_gpus() const override { return 0; }
-  int start_node(const NodeLaunch& l) override {
-    started_.push_back(l);
-    return 4242;
-  }
-  bool agent_alive(int) override { return true; }
-
- private:
-  std::vector<NodeLaunch>& started_;
-};
 
 const char* kWorkload = "experiment_name: t\ncompute:\n  accelerator_type: CPU_1xHOST\n  num_accelerators: 1\ncommand: echo hi\n";
 

@@ -14,26 +14,13 @@
 #include "server/api/router.h"
 #include "server/http/server.h"
 #include "server/workspace/workspace.h"
+#include "tests/server/recording_backend.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace air::server;
 
 namespace {
-
-class RecordingBackend : public Backend {
- public:
-  explicit RecordingBackend(std::vector<NodeLaunch>& started) : started_(started) {}
-  int total_gpus() const override { return 0; }
-  int start_node(const NodeLaunch& l) override {
-    started_.push_back(l);
-    return 4242;
-  }
-  bool agent_alive(int) override { return true; }
-
- private:
-  std::vector<NodeLaunch>& started_;
-};
 
 struct Team {
   std::string home;
