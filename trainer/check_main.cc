@@ -159,6 +159,32 @@ int run_kernel_check() {
   });
   report("rms_norm backward dx", bwd.first, bwd.second, 1e-2);
   report("rms_norm backward dw", dwk, dwr, 1e-2);
+  // Strided rows (LoRA's folded GEMM inputs): the forward writing into the left columns of a wider buffer, the
+  // backward reading dy and the residual from such views and writing dx into one; the kernel's results must
+  // equal its own on contiguous tensors exactly, and the extra columns must stay as they were.
+  {
+    auto wide = [&](const at::Tensor& t, int64_t extra) {
+      at::Tensor buf = at::full({t.size(0), t.size(1) + extra}, 5.0, bf);
+      buf.narrow(1, 0, t.size(1)).copy_(t);
+      return buf;
+    };
+    at::Tensor ybuf = wide(at::zeros({N, H}, bf), 64);
+    auto [ys, rs] = ops::rms_norm_fwd(x, w, 1e-5, {}, ybuf.narrow(1, 0, H));
+    report("rms_norm forward into strided rows", ys, std::get<0>(fwd.first), 1e-6);
+    const bool fwd_ok = at::equal(ys, std::get<0>(fwd.first)) && (ybuf.narrow(1, H, 64) == 5.0).all().item<bool>() &&
+                        ys.data_ptr() == ybuf.data_ptr();
+    at::Tensor dybuf = wide(dy, 48), resbuf = wide(res, 16), dxbuf = wide(at::zeros({N, H}, bf), 16);
+    at::Tensor dw1 = at::zeros({H}, bf), dw2 = at::zeros({H}, bf);
+    at::Tensor want = ops::rms_norm_bwd(dy, x, w, rstd, dw1, res);
+    at::Tensor got = ops::rms_norm_bwd(dybuf.narrow(1, 0, H), x, w, rstd, dw2, resbuf.narrow(1, 0, H), {},
+                                       dxbuf.narrow(1, 0, H));
+    report("rms_norm backward on strided rows", got, want, 1e-6);
+    const bool bwd_ok = at::equal(got, want) && at::equal(dw1, dw2) && (dxbuf.narrow(1, H, 16) == 5.0).all().item<bool>() &&
+                        got.data_ptr() == dxbuf.data_ptr();
+    std::cout << "kernels: strided rows written in place, extra columns untouched " << (fwd_ok && bwd_ok ? "ok" : "FAIL")
+              << "\n";
+    ok = ok && fwd_ok && bwd_ok;
+  }
   at::Tensor gu = at::randn({N, 2 * I}, bf), da = at::randn({N, I}, bf);
   auto sw = both([&] { return ops::swiglu_fwd(gu); });
   report("swiglu forward", sw.first, sw.second, 1e-2);

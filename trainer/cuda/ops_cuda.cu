@@ -59,13 +59,14 @@ __device__ void block_amax_into(int m, float* slot) {
 }
 
 // One block per row. amax (nullable): the FP8 amax slot of y.
+// ldy: y's row stride (elements; H when y is contiguous, more when y is the left part of a wider buffer).
 __global__ void rms_fwd_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                               __nv_bfloat16* __restrict__ y, float* __restrict__ rstd_out, int H, float eps,
-                               float* __restrict__ amax) {
+                               __nv_bfloat16* __restrict__ y, float* __restrict__ rstd_out, int H, int64_t ldy,
+                               float eps, float* __restrict__ amax) {
   const int64_t row = blockIdx.x;
   const Vec8* xr = reinterpret_cast<const Vec8*>(x + row * H);
   const Vec8* wr = reinterpret_cast<const Vec8*>(w);
-  Vec8* yr = reinterpret_cast<Vec8*>(y + row * H);
+  Vec8* yr = reinterpret_cast<Vec8*>(y + row * ldy);
   const int nv = H / kVec;
   float ss = 0.f;
   int m = 0;
@@ -89,11 +90,16 @@ __global__ void rms_fwd_kernel(const __nv_bfloat16* __restrict__ x, const __nv_b
 }
 
 // A grid of blocks strides over the rows; each thread keeps its columns' weight-gradient partial sums in
-// registers and writes them once to partial[block, H].
+// registers and writes them once to partial[block, H]. ld: the row strides of dy, dx and residual (elements;
+// H where contiguous).
+struct RmsBwdStrides {
+  int64_t dy, dx, residual;
+};
 __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
                                const __nv_bfloat16* __restrict__ w, const float* __restrict__ rstd,
                                __nv_bfloat16* __restrict__ dx, float* __restrict__ partial, int64_t N, int H,
-                               const __nv_bfloat16* __restrict__ residual, float* __restrict__ amax) {
+                               const __nv_bfloat16* __restrict__ residual, float* __restrict__ amax,
+                               RmsBwdStrides ld) {
   int m = 0;
   const int nv = H / kVec;
   float dw[kMaxChunks][kVec];
@@ -104,7 +110,7 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
   const Vec8* wr = reinterpret_cast<const Vec8*>(w);
   for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
     const Vec8* xr = reinterpret_cast<const Vec8*>(x + row * H);
-    const Vec8* gr = reinterpret_cast<const Vec8*>(dy + row * H);
+    const Vec8* gr = reinterpret_cast<const Vec8*>(dy + row * ld.dy);
     const float r = rstd[row];
     float dot = 0.f;  // sum(dn * n)
 #pragma unroll
@@ -120,7 +126,7 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
       }
     }
     const float mean = block_sum(dot) / static_cast<float>(H);
-    Vec8* dr = reinterpret_cast<Vec8*>(dx + row * H);
+    Vec8* dr = reinterpret_cast<Vec8*>(dx + row * ld.dx);
 #pragma unroll
     for (int c = 0; c < kMaxChunks; ++c) {
       const int i = threadIdx.x + c * kThreads;
@@ -132,7 +138,7 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
         o.v[k] = tobf(r * (bf(g.v[k]) * bf(ww.v[k]) - n * mean));
       }
       if (residual) {  // dx + residual, rounded as the separate bf16 add rounded it
-        const Vec8 res = reinterpret_cast<const Vec8*>(residual + row * H)[i];
+        const Vec8 res = reinterpret_cast<const Vec8*>(residual + row * ld.residual)[i];
 #pragma unroll
         for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(o.v[k]) + bf(res.v[k]));
       }
@@ -356,6 +362,13 @@ float* amax_ptr(const at::Tensor& amax) {
   return amax.data_ptr<float>();
 }
 
+// A bf16 matrix [rows, cols] whose rows our kernels can read or write in place: unit column stride, row
+// stride at least cols and a whole number of 16-byte vectors, 16-byte aligned start.
+bool rows_ok(const at::Tensor& t) {
+  return t.dim() == 2 && t.scalar_type() == at::kBFloat16 && t.is_cuda() && t.stride(1) == 1 &&
+         t.stride(0) >= t.size(1) && t.stride(0) % kVec == 0 && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
 int grid_for(int64_t work) {
   const int64_t blocks = (work + kThreads - 1) / kThreads;
   const int64_t cap = static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 16;
@@ -365,39 +378,54 @@ int grid_for(int64_t work) {
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x_in, const at::Tensor& weight, double eps,
-                                                const at::Tensor& amax) {
+                                                const at::Tensor& amax, const at::Tensor& out) {
   at::Tensor x = x_in.contiguous();
   const int64_t H = x.size(-1), N = x.numel() / H;
   need(H % kVec == 0 && weight.is_contiguous() && weight.numel() == H, "rms_norm_fwd shape");
-  at::Tensor y = at::empty_like(x);
+  need(!out.defined() || (out.dim() == 2 && out.size(0) == N && out.size(1) == H), "rms_norm_fwd out: [N, H]");
+  // An `out` whose rows the kernel cannot write as 16-byte vectors gets the result by a copy.
+  const bool direct = out.defined() && rows_ok(out);
+  at::Tensor y = direct ? out : at::empty({N, H}, x.options());
   at::Tensor rstd = at::empty({N}, x.options().dtype(at::kFloat));
-  if (N == 0) return {y, rstd};
-  rms_fwd_kernel<<<static_cast<unsigned>(N), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      cptr(x), cptr(weight), mptr(y), rstd.data_ptr<float>(), static_cast<int>(H), static_cast<float>(eps),
-      amax_ptr(amax));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {y, rstd};
+  if (N > 0) {
+    rms_fwd_kernel<<<static_cast<unsigned>(N), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        cptr(x), cptr(weight), mptr(y), rstd.data_ptr<float>(), static_cast<int>(H), y.stride(0),
+        static_cast<float>(eps), amax_ptr(amax));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  if (!out.defined()) return {y.view(x.sizes()), rstd};
+  if (!direct) out.copy_(y);
+  return {out, rstd};
 }
 
 at::Tensor rms_norm_bwd(const at::Tensor& dy_in, const at::Tensor& x_in, const at::Tensor& weight,
                         const at::Tensor& rstd, const at::Tensor& dweight, const at::Tensor& residual_in,
-                        const at::Tensor& amax) {
-  at::Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-  at::Tensor residual = residual_in.defined() ? residual_in.contiguous() : residual_in;
+                        const at::Tensor& amax, const at::Tensor& out) {
+  at::Tensor x = x_in.contiguous();
+  const int64_t H = x.size(-1), N = x.numel() / H;
+  // dy and the residual are read where they are when their rows are (a view of the left columns of a wider
+  // buffer, e.g. a folded GEMM's output): no copy.
+  at::Tensor dy = rows_ok(dy_in) && dy_in.size(0) == N ? dy_in : dy_in.contiguous().view({N, H});
+  at::Tensor residual = !residual_in.defined() || (rows_ok(residual_in) && residual_in.size(0) == N)
+                            ? residual_in
+                            : residual_in.contiguous().view({N, H});
   need(!residual.defined() || (residual.scalar_type() == at::kBFloat16 && residual.numel() == x.numel()),
        "rms_norm_bwd residual");
-  const int64_t H = x.size(-1), N = x.numel() / H;
   need(H % kVec == 0 && H <= static_cast<int64_t>(kMaxChunks) * kThreads * kVec, "rms_norm_bwd hidden size");
-  at::Tensor dx = at::empty_like(x);
-  if (N == 0) return dx;
+  need(!out.defined() || (out.dim() == 2 && out.size(0) == N && out.size(1) == H), "rms_norm_bwd out: [N, H]");
+  const bool direct = out.defined() && rows_ok(out);
+  at::Tensor dx = direct ? out : at::empty_like(x);
+  if (N == 0) return out.defined() ? out : dx;
   const int blocks = static_cast<int>(
       std::min<int64_t>(N, static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 2));
   at::Tensor partial = at::empty({blocks, H}, x.options().dtype(at::kFloat));
+  const RmsBwdStrides ld{dy.stride(0), direct ? out.stride(0) : H, residual.defined() ? residual.stride(0) : H};
   rms_bwd_kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
       cptr(dy), cptr(x), cptr(weight), rstd.data_ptr<float>(), mptr(dx), partial.data_ptr<float>(), N,
-      static_cast<int>(H), residual.defined() ? cptr(residual) : nullptr, amax_ptr(amax));
+      static_cast<int>(H), residual.defined() ? cptr(residual) : nullptr, amax_ptr(amax), ld);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   dweight.add_(partial.sum(0).to(dweight.scalar_type()));
+  if (out.defined() && !direct) return out.copy_(dx);
   return dx;
 }
 

@@ -10,9 +10,10 @@ namespace air::train::ops::cuda {
 
 // amax (undefined = none): one fp32 element the op folds the max |output| into (trainer/model/ops.h).
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
-                                                const at::Tensor& amax);
+                                                const at::Tensor& amax, const at::Tensor& out);
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
-                        const at::Tensor& dweight, const at::Tensor& residual, const at::Tensor& amax);
+                        const at::Tensor& dweight, const at::Tensor& residual, const at::Tensor& amax,
+                        const at::Tensor& out);
 at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax);
 at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax);
 at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale);

@@ -91,22 +91,46 @@ at::Tensor lora_dropout_mask(at::IntArrayRef sizes, const at::TensorOptions& o, 
   return at::empty(sizes, o).bernoulli_(1.0 - p, gen);
 }
 
+at::Tensor lora_folded_input(const LoraGroup& g, int64_t rows, int64_t in, const at::TensorOptions& o) {
+  if (!g.wk.defined()) return at::Tensor();
+  return aligned_empty(rows, in + g.A.size(0), g.align, o);
+}
+
+at::Tensor lora_grad_out(int64_t rows, int64_t hidden, int64_t room, int64_t align, const at::TensorOptions& o) {
+  if (room <= 0) return at::Tensor();
+  return aligned_empty(rows, hidden + room, align, o).narrow(1, 0, hidden);
+}
+
+int64_t lora_grad_room(const LoraBlock& a) { return a.down.wn.defined() ? a.down.A.size(0) : 0; }
+
 // y = x W^T (+ residual) + (x A^T) (s B)^T; keeps x A^T in *xa and the input the backward reads in *xs.
 at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::Tensor& residual, const LoraBlock& b,
-                           const LoraGroup& g, at::Tensor* xa, at::Tensor* xs) {
+                           const LoraGroup& g, at::Tensor* xa, at::Tensor* xs, const at::Tensor& xcat) {
   if (xs) *xs = x;
   if (!g.defined()) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
-  at::Tensor t = adapter_in(x, b, g);
   if (g.wk.defined()) {
-    // [x | x A^T] @ [W | s B]^T: the low-rank product is added inside the base GEMM's reduction.
-    const int64_t in = x.size(1), kr = t.size(1);
-    at::Tensor cat = aligned_empty(x.size(0), in + kr, g.align, x.options());
-    cat.narrow(1, 0, in).copy_(x);
-    cat.narrow(1, in, kr).copy_(t);
-    if (xa) *xa = cat.narrow(1, in, kr);
+    // [x | x A^T] @ [W | s B]^T: the low-rank product is added inside the base GEMM's reduction. x is already
+    // the left part of xcat when its producer wrote it there; x A^T is written straight into the right part.
+    const int64_t in = x.size(1), kr = g.A.size(0);
+    at::Tensor cat = xcat;
+    if (cat.defined()) {
+      if (cat.size(1) != in + kr || cat.narrow(1, 0, in).data_ptr() != x.data_ptr() || cat.stride(0) != x.stride(0))
+        throw Error("lora_linear_fwd: x is not the left part of the folded input buffer");
+    } else {
+      cat = aligned_empty(x.size(0), in + kr, g.align, x.options());
+      cat.narrow(1, 0, in).copy_(x);
+    }
+    at::Tensor t = cat.narrow(1, in, kr);
+    if (b.dropout <= 0) {
+      at::mm_out(t, x, g.A.t());
+    } else {
+      t.copy_(adapter_in(x, b, g));
+    }
+    if (xa) *xa = t;
     if (xs) *xs = cat.narrow(1, 0, in);
     return residual.defined() ? at::addmm(residual, cat, g.wk.t()) : at::mm(cat, g.wk.t());
   }
+  at::Tensor t = adapter_in(x, b, g);
   at::Tensor y = residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
   y.addmm_(t, g.B.t());
   if (xa) *xa = t;
@@ -117,12 +141,26 @@ at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::T
 // adds dB = s dy^T xa (per module) and dA = d(xa)^T x. The base weight's gradient dy^T x is not computed;
 // with need_dx false neither is dx (undefined).
 at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& x, const at::Tensor& xa,
-                           const LoraBlock& b, const LoraGroup& g, bool need_dx) {
+                           const LoraBlock& b, const LoraGroup& g, bool need_dx, bool dy_wide) {
   if (!g.defined()) return need_dx ? at::mm(dy, w) : at::Tensor();
   const double s = b.scale;
   const int64_t r = b.r, kr = g.A.size(0), in = g.A.size(1);
   at::Tensor dx, dxa;
-  if (need_dx && g.wk.defined() && g.wk_dgrad) {
+  at::Tensor dcat_n;  // down folded: [dy | d(xa)], then @ [W ; A]
+  if (need_dx && g.wn.defined() && b.dropout <= 0) {
+    const int64_t out = dy.size(1);
+    if (dy_wide) {
+      // The caller's promise: dy's rows have room for kr more columns, which nothing reads.
+      if (dy.dim() != 2 || dy.stride(1) != 1 || dy.stride(0) < out + kr)
+        throw Error("lora_linear_bwd: dy has no room for the adapter columns");
+      dcat_n = dy.as_strided({dy.size(0), out + kr}, {dy.stride(0), 1});
+    } else {
+      dcat_n = aligned_empty(dy.size(0), out + kr, g.align, dy.options());
+      dcat_n.narrow(1, 0, out).copy_(dy);
+    }
+    dxa = dcat_n.narrow(1, out, kr);
+    at::mm_out(dxa, dy, g.B);
+  } else if (need_dx && g.wk.defined() && g.wk_dgrad) {
     at::Tensor dcat = aligned_empty(dy.size(0), in + kr, g.align, dy.options());
     at::mm_out(dcat, dy, g.wk);  // [dy W | dy s B]: one pass over dy
     dx = dcat.narrow(1, 0, in);
@@ -140,14 +178,8 @@ at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::
       dx.add_(dropped(at::mm(dxa.narrow(1, j * r, r), g.A.narrow(0, j * r, r)), b, g, j));
     return dx;
   }
-  if (g.wn.defined()) {
-    // [dy | d(xa)] @ [W ; A]: dy W + d(xa) A written once.
-    const int64_t out = dy.size(1);
-    at::Tensor cat = aligned_empty(dy.size(0), out + kr, g.align, dy.options());
-    cat.narrow(1, 0, out).copy_(dy);
-    cat.narrow(1, out, kr).copy_(dxa);
-    return at::mm(cat, g.wn);
-  }
+  // [dy | d(xa)] @ [W ; A]: dy W + d(xa) A written once.
+  if (dcat_n.defined()) return at::mm(dcat_n, g.wn);
   return dx.addmm_(dxa, g.A);
 }
 
@@ -215,6 +247,9 @@ void lora_base_pack(const LlamaConfig& c, const LoraConfig& lc, const std::vecto
                     const at::Tensor& flat, int64_t align) {
   if (ws.size() != 9) throw Error("lora_base_pack: expected the block's 9 weights");
   LoraBaseView v = lora_base_view(c, lc, flat, align);
+  // The folded matrices' adapter columns start at zero: lora_block_weights writes only the targeted modules'
+  // blocks of the block-diagonal s B, every other entry stays zero (and the alignment padding is never read).
+  flat.zero_();
   const int64_t q = ws[1].size(0), kv = ws[2].size(0), I = ws[6].size(0);
   v.w.ln1.copy_(ws[0]);
   v.w.qkv.narrow(0, 0, q).copy_(ws[1]);
@@ -251,12 +286,14 @@ LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const a
     lg.A = take(flat, off, {k * lc.r, g.in});
     const at::Tensor* wk = !base ? nullptr : gi == 0 ? &base->qkv_k : gi == 2 ? &base->gu_k : nullptr;
     if (base) lg.align = base->align;
+    // s B block-diagonal: each targeted module's B scaled into its block (one kernel per module); the other
+    // entries are zero (the folded ones since lora_base_pack).
+    const bool whole = k == 1 && static_cast<int64_t>(g.rows[mods[0]]) == out;  // o, down: B is one module's
     if (wk && wk->defined()) {
       lg.wk = *wk;
       lg.wk_dgrad = gi == 2;
       lg.B = wk->narrow(1, g.in, k * lc.r);
-      lg.B.zero_();
-    } else {
+    } else if (!whole) {
       lg.B = at::zeros({out, k * lc.r}, flat.options());
     }
     if (base && gi == 3 && base->down_n.defined()) {
@@ -268,14 +305,18 @@ LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const a
       int64_t row = 0;
       for (size_t m = 0; m < i; ++m) row += g.rows[m];
       at::Tensor bm = take(flat, off, {g.rows[i], lc.r});
-      lg.B.narrow(0, row, g.rows[i]).narrow(1, j * lc.r, lc.r).copy_(bm);
+      if (lg.B.defined()) {
+        at::Tensor dstb = lg.B.narrow(0, row, g.rows[i]).narrow(1, j * lc.r, lc.r);
+        at::mul_out(dstb, bm, at::Scalar(b.scale));
+      } else {
+        lg.B = bm.mul(b.scale);
+      }
       LoraGroup::Part p;
       p.row = row;
       p.rows = g.rows[i];
       p.col = j * lc.r;
       lg.parts.push_back(p);
     }
-    lg.B.mul_(b.scale);
   }
   return b;
 }
@@ -302,16 +343,22 @@ at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   LoraSaved& s = saved ? *saved : local;
   const bool keep = saved != nullptr;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
-  auto [xn, rstd1] = ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps);
+  const int64_t N = h.size(0), H = h.size(1);
+  // Folded q/k/v and gate/up: the norms write straight into the left part of their GEMM's input [x | x A^T].
+  const at::Tensor xcat = lora_folded_input(a.qkv, N, H, h.options());
+  auto [xn, rstd1] =
+      ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps, {}, xcat.defined() ? xcat.narrow(1, 0, H) : at::Tensor());
   at::Tensor xn_in, attn_in, yn_in, act_in;  // what the backward reads as each group's input
-  at::Tensor qkv = lora_linear_fwd(xn, w.qkv, at::Tensor(), a, a.qkv, keep ? &s.xa_qkv : nullptr, &xn_in);
+  at::Tensor qkv = lora_linear_fwd(xn, w.qkv, at::Tensor(), a, a.qkv, keep ? &s.xa_qkv : nullptr, &xn_in, xcat);
   xn = at::Tensor();
   ops::rope_(qkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/false);
   at::Tensor attn = block_attention_fwd(c, qkv, plan, s.base);
   at::Tensor h1 = lora_linear_fwd(attn, w.o, h, a, a.o, keep ? &s.xa_o : nullptr, &attn_in);
   attn = at::Tensor();
-  auto [yn, rstd2] = ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps);
-  at::Tensor gu = lora_linear_fwd(yn, w.gu, at::Tensor(), a, a.gu, keep ? &s.xa_gu : nullptr, &yn_in);
+  const at::Tensor ycat = lora_folded_input(a.gu, N, H, h.options());
+  auto [yn, rstd2] =
+      ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps, {}, ycat.defined() ? ycat.narrow(1, 0, H) : at::Tensor());
+  at::Tensor gu = lora_linear_fwd(yn, w.gu, at::Tensor(), a, a.gu, keep ? &s.xa_gu : nullptr, &yn_in, ycat);
   yn = at::Tensor();
   at::Tensor act = ops::swiglu_fwd(gu);
   at::Tensor out = lora_linear_fwd(act, w.down, h1, a, a.down, keep ? &s.xa_down : nullptr, &act_in);
@@ -332,11 +379,11 @@ at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBl
 
 at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
                           LoraSaved& s, const at::Tensor& dout, const AttnPlan& plan, const at::Tensor& norm_scratch,
-                          bool need_dh) {
+                          bool need_dh, bool dout_wide) {
   if (s.empty()) throw Error("lora_block_bwd: the block's activations were not saved");
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   BlockSaved& b = s.base;
-  at::Tensor da = lora_linear_bwd(dout, w.down, b.a, s.xa_down, a, a.down);
+  at::Tensor da = lora_linear_bwd(dout, w.down, b.a, s.xa_down, a, a.down, /*need_dx=*/true, dout_wide);
   b.a = s.xa_down = at::Tensor();
   at::Tensor dgu = ops::swiglu_bwd(b.gu, da);
   da = b.gu = at::Tensor();
@@ -350,7 +397,10 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   dattn = at::Tensor();
   ops::rope_(dqkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/true);
   at::Tensor dxn = lora_linear_bwd(dqkv, w.qkv, b.xn, s.xa_qkv, a, a.qkv, need_dh);
-  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, norm_scratch, dh1) : at::Tensor();
+  // dh written with room for the block below's down adapter columns (lora_grad_out), when that one folds.
+  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, norm_scratch, dh1, {},
+                                              lora_grad_out(h.size(0), h.size(1), lora_grad_room(a), a.down.align, h.options()))
+                          : at::Tensor();
   s.clear();
   return dh;
 }
@@ -373,7 +423,8 @@ int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64
 }
 
 HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
-                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows) {
+                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows,
+                          const at::Tensor& dh_out) {
   const int64_t N = h.size(0);
   auto [hn, rstd] = ops::rms_norm_fwd(h, norm_w, c.rms_norm_eps);
   at::Tensor dhn = at::empty_like(hn);
@@ -386,7 +437,7 @@ HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::T
     at::Tensor dx = dhn.narrow(0, start, n);
     at::mm_out(dx, dlogits, head_w);
   }
-  at::Tensor dh = ops::rms_norm_bwd(dhn, h, norm_w, rstd, norm_scratch);
+  at::Tensor dh = ops::rms_norm_bwd(dhn, h, norm_w, rstd, norm_scratch, {}, {}, dh_out);
   return {loss, dh};
 }
 

@@ -42,7 +42,8 @@ const char* lora_parent(const std::string& module);
 //   over dy;
 // - down: the weight as [H + r, I] with A (compute dtype) in its last r rows, so that [dy | d(x A^T)] @ that
 //   gives dy W + d(x A^T) A (no read-modify-write of the [N, I] input gradient).
-// The folds are used only where the group is targeted; lora_block_weights writes the adapter part.
+// The folds are used only where the group is targeted; lora_base_pack zeroes the adapter columns and
+// lora_block_weights writes the targeted modules' blocks of s B into them (nothing else is ever written).
 // The folded matrices' rows start at multiples of `align` elements (64: 128 bytes, so that the GEMMs read
 // whole aligned lines; the padding columns are never read).
 struct LoraBaseView {
@@ -122,24 +123,40 @@ at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBl
 // gets no gradient; `norm_scratch` (fp32 [H]) absorbs the frozen norm weights' gradients (never read).
 // need_dh false (the first block: the embeddings are frozen): dh is not computed (undefined), which saves
 // the q/k/v input-gradient GEMM and the first norm's backward.
+// dout_wide: the caller's promise that dout's rows have room for the down adapters' k r more columns, which
+// nothing else reads (dout is the left part of a lora_grad_out buffer): the folded down backward then writes
+// d(x A^T) there instead of copying dout. The returned dh is such a buffer when down folds.
 at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
                           LoraSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const at::Tensor& norm_scratch,
-                          bool need_dh = true);
+                          bool need_dh = true, bool dout_wide = false);
 // One adapted linear of the block alone (what lora_block_fwd / _bwd run per group; exposed for tests):
 // y = x W^T (+ residual) + s sum_j (drop_j(x) A_j^T) B_j^T. The forward sets *xa to x A^T (with dropout:
 // the dropped inputs') and *xs to what the backward reads as x (x itself, or its copy inside the folded
 // GEMM's input); the backward adds the adapters' gradients and returns dx (undefined without need_dx).
+// xcat (folded groups): the GEMM's input buffer [x | x A^T] (lora_folded_input) whose left part x already
+// is, written there by its producer; undefined: x is copied into a new one.
+// dy_wide (folded down): dy's rows have room for k r more columns nobody reads (lora_block_bwd's dout_wide).
 at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::Tensor& residual, const LoraBlock& b,
-                           const LoraGroup& g, at::Tensor* xa, at::Tensor* xs);
+                           const LoraGroup& g, at::Tensor* xa, at::Tensor* xs, const at::Tensor& xcat = {});
 at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& x, const at::Tensor& xa,
-                           const LoraBlock& b, const LoraGroup& g, bool need_dx = true);
+                           const LoraBlock& b, const LoraGroup& g, bool need_dx = true, bool dy_wide = false);
+// The folded GEMM input [rows, in + k r] (rows aligned as the base view) for group g, or undefined where g
+// does not fold: its producer writes x into the left `in` columns (ops' `out`).
+at::Tensor lora_folded_input(const LoraGroup& g, int64_t rows, int64_t in, const at::TensorOptions& o);
+// A hidden-state gradient [rows, hidden] with room for `room` more columns after each row (the left part of a
+// wider buffer, rows aligned to `align` elements), or undefined for room 0. lora_grad_room: the room a
+// block's folded down backward uses (its k r; 0 where down does not fold).
+at::Tensor lora_grad_out(int64_t rows, int64_t hidden, int64_t room, int64_t align, const at::TensorOptions& o);
+int64_t lora_grad_room(const LoraBlock& a);
 
 // Bytes a LoRA block keeps for backward at N tokens.
 int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64_t tokens, int64_t elem_size);
 
 // Final norm, frozen LM head and cross-entropy (no weight gradients), in row chunks: the summed loss and dh.
+// dh_out: where dh goes (lora_grad_out, for the top block's dout_wide), or undefined.
 HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
-                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows);
+                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows,
+                          const at::Tensor& dh_out = {});
 
 // PEFT's initialisation into a block's fp32 adapter tensors (lora_block_params order): A kaiming-uniform
 // with a = sqrt(5) (uniform in +-1/sqrt(in)), or normal(0, 1/r) with init gaussian; B zeros.

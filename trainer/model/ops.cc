@@ -67,22 +67,24 @@ bool have_cuda_kernels() { return AIR_TRAIN_CUDA_KERNELS != 0; }
 void set_use_cuda_kernels(bool on) { g_use_kernels = on; }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
-                                                const at::Tensor& amax) {
+                                                const at::Tensor& amax, const at::Tensor& out) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_fwd(x, weight, eps, amax);
+  if (kernels_for(x) && weight.scalar_type() == at::kBFloat16) return cuda::rms_norm_fwd(x, weight, eps, amax, out);
 #endif
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor rstd = at::rsqrt(xf.pow(2).mean(-1) + eps);
   at::Tensor y = (weight * (xf * rstd.unsqueeze(-1)).to(x.scalar_type())).to(x.scalar_type());
   fold_amax(amax, y);
+  if (out.defined()) return {out.copy_(y), rstd};
   return {y, rstd};
 }
 
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
-                        const at::Tensor& dweight, const at::Tensor& residual, const at::Tensor& amax) {
+                        const at::Tensor& dweight, const at::Tensor& residual, const at::Tensor& amax,
+                        const at::Tensor& out) {
 #if AIR_TRAIN_CUDA_KERNELS
   if (kernels_for(x) && weight.scalar_type() == at::kBFloat16)
-    return cuda::rms_norm_bwd(dy, x, weight, rstd, dweight, residual, amax);
+    return cuda::rms_norm_bwd(dy, x, weight, rstd, dweight, residual, amax, out);
 #endif
   // n = x * rstd; y = w * n. dw = sum(dy * n); dn = dy * w; dx = rstd * (dn - n * mean(dn * n)).
   at::Tensor r = rstd.unsqueeze(-1);
@@ -93,6 +95,7 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Ten
   at::Tensor dx = (r * (dn - n * (dn * n).mean(-1, true))).to(x.scalar_type());
   if (residual.defined()) dx.add_(residual);
   fold_amax(amax, dx);
+  if (out.defined()) return out.copy_(dx);
   return dx;
 }
 

@@ -14,15 +14,21 @@ namespace air::train::ops {
 // element on the output's device, zero or a running max, into which the op folds max |output| (of the
 // values as stored, in the output's dtype). fp8::quantize_amax then casts with it.
 
+// `out`, where an op takes one: undefined (the op allocates its output), or an [N, H] matrix of x's dtype to
+// write into, whose rows may be strided (unit column stride, row stride a multiple of 8 elements, 16-byte
+// aligned): the left columns of a wider buffer, so that a GEMM reading [x | more columns] needs no copy of x.
+
 // y = weight * bf16(x * rstd), rstd = 1 / sqrt(mean(x^2) + eps) in fp32 (transformers' LlamaRMSNorm).
-// x: [N, H] contiguous, weight: [H]. Returns y (x's dtype) and rstd (fp32 [N]).
+// x: [N, H] contiguous, weight: [H]. Returns y (x's dtype; `out` when given) and rstd (fp32 [N]).
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
-                                                const at::Tensor& amax = {});
-// Given dy, returns dx (x's dtype) and adds the weight gradient into dweight (fp32 or weight's dtype, [H]).
-// With `residual` ([N, H], x's dtype) returns dx + residual (rounded once to x's dtype, then the add
-// rounded again: the same values as a separate add).
+                                                const at::Tensor& amax = {}, const at::Tensor& out = {});
+// Given dy, returns dx (x's dtype; `out` when given) and adds the weight gradient into dweight (fp32 or
+// weight's dtype, [H]). With `residual` ([N, H], x's dtype) returns dx + residual (rounded once to x's dtype,
+// then the add rounded again: the same values as a separate add). dy and residual may have strided rows
+// (as `out`): they are read in place.
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
-                        const at::Tensor& dweight, const at::Tensor& residual = {}, const at::Tensor& amax = {});
+                        const at::Tensor& dweight, const at::Tensor& residual = {}, const at::Tensor& amax = {},
+                        const at::Tensor& out = {});
 
 // gu: [N, 2I] = [gate | up] (one GEMM's output). Returns silu(gate) * up: [N, I].
 at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax = {});

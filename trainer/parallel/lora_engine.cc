@@ -137,7 +137,11 @@ class LoraEngine : public Engine {
       fsdp_->release_gathered(l);
     }
     if (sharded) fsdp_->prefetch(L - 1);
-    HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, norm_scratch_, chunk_rows_);
+    // dh with room for the top block's down adapter columns (the folded down backward writes them in place).
+    const LoraBaseView& top = views_[L - 1];
+    const int64_t room = fold_ && top.down_n.defined() ? top.down_n.size(0) - c.hidden_size : 0;
+    const at::Tensor dh_out = lora_grad_out(N, c.hidden_size, room, top.align, h.options());
+    HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, norm_scratch_, chunk_rows_, dh_out);
     h = at::Tensor();
     at::Tensor dh = head.dh;
     for (size_t l = L; l-- > 0;) {
@@ -148,7 +152,8 @@ class LoraEngine : public Engine {
       const BlockView& w = views_[l].w;
       if (recompute_[l]) lora_block_fwd(c, w, a, inputs[l], plan, &saved_[l]);
       // The embeddings are frozen: the first block's input gradient is never needed.
-      dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, norm_scratch_, /*need_dh=*/l > 0);
+      dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, norm_scratch_, /*need_dh=*/l > 0,
+                          /*dout_wide=*/lora_grad_room(a) > 0);
       inputs[l] = at::Tensor();
       fsdp_->reduce_grad(l);
       fsdp_->release_gathered(l);

@@ -9,6 +9,7 @@
 
 #include <map>
 
+#include "core/base/error.h"
 #include "tests/trainer/model/test_util.h"
 #include "trainer/model/lora_block.h"
 #include "trainer/model/model.h"
@@ -185,6 +186,28 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
       lora_block_fwd(c, w, a, h, plan, &saved);
       lora_block_bwd(c, w, a, h, saved, dout, plan, scratch);
       check_close(gflat, 2 * at::cat(want), 1e-4, "accumulated adapter gradients");
+
+      // The engine's wide gradients (lora_grad_out): dout the left part of a buffer whose extra columns hold
+      // garbage; the folded down backward writes its adapter columns there. Same results, and the returned
+      // dh is wide again for the block below.
+      const int64_t room = lora_grad_room(a);
+      REQUIRE(room == (fold && lc.targets("down_proj") ? lc.r : 0));
+      if (room) {
+        at::Tensor wide = lora_grad_out(N, H, room, 64, dout.options());
+        REQUIRE(wide.stride(0) >= H + room);
+        wide.as_strided({N, wide.stride(0)}, {wide.stride(0), 1}).fill_(3.0);
+        wide.copy_(dout);
+        gflat.zero_();
+        lora_block_fwd(c, w, a, h, plan, &saved);
+        at::Tensor dh2 = lora_block_bwd(c, w, a, h, saved, wide, plan, scratch, true, /*dout_wide=*/true);
+        check_close(dh2, grads[0], 1e-4, "input gradient from a wide dout");
+        check_close(gflat, at::cat(want), 1e-4, "adapter gradients from a wide dout");
+        REQUIRE(dh2.stride(0) >= H + room);
+        REQUIRE(at::equal(wide, dout));  // dout's own columns are only read
+        // Without room, the promise is refused rather than writing past dout's rows.
+        lora_block_fwd(c, w, a, h, plan, &saved);
+        REQUIRE_THROWS_AS(lora_block_bwd(c, w, a, h, saved, dout, plan, scratch, true, true), air::Error);
+      }
     }
 }
 
