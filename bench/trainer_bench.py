@@ -17,6 +17,8 @@ lora (LoRA r 16, alpha 32 on every block linear, as bench/lora_peer.py: base fro
 nofold (with lora: AIR_TRAIN_LORA_FOLD=0, the adapters as separate GEMMs instead of folded into the base GEMMs),
 noalign (with lora: AIR_TRAIN_LORA_ALIGN=0, the folded matrices' rows packed without 128-byte alignment),
 dropout=P (with lora: lora.dropout P),
+addgrads (AIR_TRAIN_WRITE_GRADS=0: the step's first micro-batch adds the weight gradients into zeroed buffers instead
+of writing them, the way before 2026-12-04's change),
 outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
 K more steps; the difference of their wall clocks / K).
 
@@ -118,6 +120,8 @@ def run(args, spec, work):
         env["AIR_TRAIN_LORA_FOLD"] = "0"
     if "noalign" in opts:  # with lora: the folded matrices' rows not aligned to 128 bytes
         env["AIR_TRAIN_LORA_ALIGN"] = "0"
+    if "addgrads" in opts:  # zero_grad clears every gradient and the first micro-batch adds (fsdp_engine.cc)
+        env["AIR_TRAIN_WRITE_GRADS"] = "0"
     if "collectives" in opts:
         env["AIR_TRAIN_WORLD1_NCCL"] = "1"
     adamw = next((o[6:] for o in opts if o.startswith("adamw=")), None)

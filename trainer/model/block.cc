@@ -135,16 +135,23 @@ at::Tensor linear_fwd(const at::Tensor& x, const at::Tensor& w, const fp8::Weigh
 // Given dy = d(x @ W^T): returns dx = dy @ W and adds dW = dy^T @ x into gw. bf16 reads the saved x; FP8
 // quantises dy once into both operands (with dy's amax from its producer when given) and reads x's saved
 // transposed operand xt.
+// write: dW goes into gw with beta 0 (gw's old contents are not read) instead of being added.
 at::Tensor linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& gw, const at::Tensor& x,
-                      const fp8::Weight* qw, const Fp8Block* q, const fp8::Operand& xt, const at::Tensor& amax = {}) {
+                      const fp8::Weight* qw, const Fp8Block* q, const fp8::Operand& xt, const at::Tensor& amax,
+                      bool write) {
   if (!qw) {
     at::Tensor dx = at::mm(dy, w);
-    gw.addmm_(dy.t(), x);
+    if (write) {
+      at::Tensor out = gw;
+      at::mm_out(out, dy.t(), x);
+    } else {
+      gw.addmm_(dy.t(), x);
+    }
     return dx;
   }
   fp8::Quantized dq = quantize_input(dy, q, amax, /*cols=*/true);
   at::Tensor dx = fp8::mm_nt(dq.rows, qw->cols, dy.scalar_type(), /*fast_accum=*/false);
-  if (q->grads_zero) {
+  if (write) {
     at::Tensor out = gw;
     fp8::mm_nt_out(out, dq.cols, xt, /*fast_accum=*/false);
   } else {
@@ -171,6 +178,13 @@ at::Tensor block_attention_fwd(const LlamaConfig& c, const at::Tensor& qkv, cons
 
 at::Tensor block_attention_bwd(const LlamaConfig& c, const at::Tensor& dattn, const AttnPlan& plan, BlockSaved& s) {
   return attention_bwd(dims(c), dattn, plan, s);
+}
+
+std::vector<std::pair<int64_t, int64_t>> block_linear_ranges(const LlamaConfig& c) {
+  const Dims d = dims(c);
+  // block_view's order: ln1, qkv, o, ln2, gu, down.
+  const int64_t qkv = d.H, o = qkv + d.W * d.H, ln2 = o + d.H * d.q, gu = ln2 + d.H, down = gu + 2 * d.I * d.H;
+  return {{qkv, d.W * d.H}, {o, d.H * d.q}, {gu, 2 * d.I * d.H}, {down, d.H * d.I}};
 }
 
 int64_t block_numel(const LlamaConfig& c) {
@@ -287,7 +301,7 @@ at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor&
 
 at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& g, const at::Tensor& h,
                      BlockSaved& s, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8,
-                     at::Tensor* grad_amax) {
+                     at::Tensor* grad_amax, bool write_grads) {
   const Dims d = dims(c);
   const Fp8Block* q = fp8_usable(d, h, fp8) ? fp8 : nullptr;
   if (s.empty()) throw Error("block_bwd: the block's activations were not saved");
@@ -296,22 +310,22 @@ at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& 
   const AmaxSlots am(q, h, 4);
   const at::Tensor dout_amax = am.buf.defined() && grad_amax ? *grad_amax : at::Tensor();
   // MLP: out = h1 + swiglu(yn @ gu^T) @ down^T.
-  at::Tensor da = linear_bwd(dout, w.down, g.down, s.a, q ? &q->down : nullptr, q, s.q_a, dout_amax);
+  at::Tensor da = linear_bwd(dout, w.down, g.down, s.a, q ? &q->down : nullptr, q, s.q_a, dout_amax, write_grads);
   s.a = at::Tensor();
   s.q_a = {};
   at::Tensor dgu = ops::swiglu_bwd(s.gu, da, am.slot(0));
   da = at::Tensor();
   s.gu = at::Tensor();
-  at::Tensor dyn = linear_bwd(dgu, w.gu, g.gu, s.yn, q ? &q->gu : nullptr, q, s.q_yn, am.slot(0));
+  at::Tensor dyn = linear_bwd(dgu, w.gu, g.gu, s.yn, q ? &q->gu : nullptr, q, s.q_yn, am.slot(0), write_grads);
   dgu = at::Tensor();
   // The residual's gradient (+ dout) added in the RMSNorm backward's kernel.
   at::Tensor dh1 = ops::rms_norm_bwd(dyn, s.h1, w.ln2, s.rstd2, g.ln2, dout, am.slot(1));
   // Attention: h1 = h + attn @ o^T.
-  at::Tensor dattn = linear_bwd(dh1, w.o, g.o, s.attn, q ? &q->o : nullptr, q, s.q_attn, am.slot(1));
+  at::Tensor dattn = linear_bwd(dh1, w.o, g.o, s.attn, q ? &q->o : nullptr, q, s.q_attn, am.slot(1), write_grads);
   at::Tensor dqkv = attention_bwd(d, dattn, plan, s);
   dattn = at::Tensor();
   ops::rope_(dqkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/true, am.slot(2));
-  at::Tensor dxn = linear_bwd(dqkv, w.qkv, g.qkv, s.xn, q ? &q->qkv : nullptr, q, s.q_xn, am.slot(2));
+  at::Tensor dxn = linear_bwd(dqkv, w.qkv, g.qkv, s.xn, q ? &q->qkv : nullptr, q, s.q_xn, am.slot(2), write_grads);
   at::Tensor dh = ops::rms_norm_bwd(dxn, h, w.ln1, s.rstd1, g.ln1, dh1, am.slot(3));
   s.clear();
   if (grad_amax) *grad_amax = am.slot(3);

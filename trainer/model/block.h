@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "trainer/model/fp8_linear.h"
 #include "trainer/model/llama_config.h"
@@ -20,6 +22,9 @@ struct BlockView {
 };
 BlockView block_view(const LlamaConfig& c, const at::Tensor& flat);
 int64_t block_numel(const LlamaConfig& c);
+// [offset, length) of the four linears' weights (qkv, o, gu, down) in block_view's flat layout: the parts of
+// a block's gradient that block_bwd with write_grads writes whole (the norms' gradients are always added).
+std::vector<std::pair<int64_t, int64_t>> block_linear_ranges(const LlamaConfig& c);
 
 // What attention needs for one micro-batch, shared by every block: rotary tables per token and the
 // sequence structure (plain causal rows, or packed rows of several examples).
@@ -42,9 +47,6 @@ AttnPlan make_attn_plan(const LlamaConfig& c, const at::Tensor& inv_freq, const 
 struct Fp8Block {
   fp8::Scaling scaling = fp8::Scaling::kTensorwise;
   fp8::Weight qkv, o, gu, down;
-  // The gradient views hold zeros (the step's first micro-batch): the weight-gradient GEMMs write them
-  // instead of adding a temporary (_scaled_mm has no beta = 1). Set by the engine before block_bwd.
-  bool grads_zero = false;
 };
 Fp8Block quantize_block(const BlockView& w, fp8::Scaling s);
 
@@ -67,9 +69,12 @@ at::Tensor block_fwd(const LlamaConfig& c, const BlockView& w, const at::Tensor&
 // `fp8` must be what block_fwd saw. grad_amax (FP8 tensorwise; optional): on entry, when defined, max |dout|
 // as the block above computed it (one fp32 element), so dout's cast needs no amax pass; on return, the
 // returned gradient's amax (undefined where none was computed). Pass the same variable down the blocks.
+// write_grads: the four linears' weight gradients are written (GEMM beta 0: what `g` held there is neither
+// read nor kept) instead of added; the step's first micro-batch, so that nothing has to zero them first
+// (block_linear_ranges; the norms' gradients are added either way).
 at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& g, const at::Tensor& h,
                      BlockSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const Fp8Block* fp8 = nullptr,
-                     at::Tensor* grad_amax = nullptr);
+                     at::Tensor* grad_amax = nullptr, bool write_grads = false);
 // block_fwd's attention on the fused [N, W] q/k/v projection (RoPE applied), keeping in `s` what
 // block_attention_bwd needs; for block variants built from the same pieces (trainer/model/lora_block.h).
 at::Tensor block_attention_fwd(const LlamaConfig& c, const at::Tensor& qkv, const AttnPlan& plan, BlockSaved& s);

@@ -7,6 +7,7 @@
 #include <torch/version.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -150,11 +151,47 @@ void Fsdp::release_gathered(size_t index) {
   u.gathered = at::Tensor();
 }
 
+namespace {
+// Zeroes flat[0, n) except the sorted, disjoint ranges.
+void zero_except(const at::Tensor& flat, const std::vector<std::pair<int64_t, int64_t>>& keep) {
+  int64_t at = 0;
+  for (const auto& [off, len] : keep) {
+    if (off > at) flat.narrow(0, at, off - at).zero_();
+    at = std::max(at, off + len);
+  }
+  if (flat.numel() > at) flat.narrow(0, at, flat.numel() - at).zero_();
+}
+}  // namespace
+
 at::Tensor Fsdp::grad_buffer(size_t index) {
   FsdpUnit& u = *units_.at(index);
   if (zero_copy()) return u.grad;
-  if (!u.grad_accum.defined()) u.grad_accum = at::zeros({u.padded}, opts(config_.param_dtype, config_.device));
+  if (!u.grad_accum.defined()) {
+    if (u.written.empty()) {
+      u.grad_accum = at::zeros({u.padded}, opts(config_.param_dtype, config_.device));
+    } else {
+      u.grad_accum = at::empty({u.padded}, opts(config_.param_dtype, config_.device));
+      zero_except(u.grad_accum, u.written);
+    }
+  }
   return u.grad_accum;
+}
+
+void Fsdp::set_written_by_backward(size_t index, std::vector<std::pair<int64_t, int64_t>> ranges) {
+  FsdpUnit& u = *units_.at(index);
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto& [off, len] = ranges[i];
+    if (off < 0 || len < 0 || off + len > u.numel || (i > 0 && off < ranges[i - 1].first + ranges[i - 1].second))
+      throw Error("fsdp: unit " + u.name + ": the ranges its backward writes overlap or leave the unit");
+  }
+  u.written = std::move(ranges);
+}
+
+bool Fsdp::backward_writes(size_t index, bool first_micro_batch) const {
+  const FsdpUnit& u = *units_.at(index);
+  if (u.written.empty()) return false;
+  return zero_copy() ? first_micro_batch : true;
 }
 
 void Fsdp::reduce_grad(size_t index) {
@@ -364,7 +401,12 @@ void Fsdp::zero_grad() {
   finish_backward();
   clip_coef_ = at::Tensor();  // a clip without a step: nothing left to apply
   for (auto& u : units_) {
-    u->grad.zero_();
+    // Zero copy: the ranges the first micro-batch's backward writes are left as they are (never read first).
+    if (zero_copy() && !u->written.empty()) {
+      zero_except(u->grad, u->written);
+    } else {
+      u->grad.zero_();
+    }
     if (u->unsharded_grad.defined()) u->unsharded_grad.zero_();
   }
 }

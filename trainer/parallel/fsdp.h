@@ -69,6 +69,7 @@ struct FsdpUnit {
   at::Tensor grad_accum;    // manual path: param-dtype [padded] gradient of the running backward, pending
   bool cast_valid = false;  // world 1, master dtype != param dtype: `gathered` holds this step's cast
   at::Tensor unsharded_grad;  // fp32 [padded], GradSync::kOncePerStep only
+  std::vector<std::pair<int64_t, int64_t>> written;  // set_written_by_backward's ranges, sorted
   at::Tensor gathered;        // param dtype [padded] while live
   Pending gather_pending;
   int live = 0;         // nested users of the gathered parameters
@@ -104,6 +105,14 @@ class Fsdp {
   // reduce_grad() then reduce-scatters (or adds) into the shard gradient.
   at::Tensor grad_buffer(size_t unit);
   void reduce_grad(size_t unit);
+  // Ranges [offset, length) of a unit's flat gradient that the manual backward writes whole (GEMM beta 0)
+  // when backward_writes() says so, instead of adding to them: zero_grad (world 1, zero copy) and
+  // grad_buffer (elsewhere) then zero only the rest of the unit (saving a pass over most of the model).
+  void set_written_by_backward(size_t unit, std::vector<std::pair<int64_t, int64_t>> ranges);
+  // Whether the coming backward into grad_buffer(unit) must write, not add, those ranges: with zero copy in
+  // the step's first micro-batch (later ones add to it), elsewhere in every micro-batch (each gets a new
+  // buffer). False for a unit without ranges.
+  bool backward_writes(size_t unit, bool first_micro_batch) const;
   // World size 1 with master dtype == param dtype: parameters and gradients live in one place.
   bool zero_copy() const;
   // Whether gathers and reduce-scatters run: at world > 1, or at world 1 when world1_collectives asks.

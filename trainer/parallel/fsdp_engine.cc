@@ -23,6 +23,11 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
+bool write_grads() {
+  const char* v = std::getenv("AIR_TRAIN_WRITE_GRADS");
+  return !(v && std::string(v) == "0");
+}
+
 // AIR_TRAIN_WORLD1_NCCL=1: at world 1, run the gathers and reduce-scatters anyway, over a real NCCL group
 // on a GPU, so that a profiler trace on one GPU shows the communication several GPUs overlap with compute.
 bool world1_collectives() {
@@ -84,7 +89,12 @@ class FsdpEngine : public Engine {
       }
     }
     fsdp_->add_unit("root", root);
-    for (size_t l = 0; l < blocks.size(); ++l) fsdp_->add_unit("layer" + std::to_string(l), blocks[l]);
+    for (size_t l = 0; l < blocks.size(); ++l) {
+      fsdp_->add_unit("layer" + std::to_string(l), blocks[l]);
+      // The linears' weight gradients are written by the step's first backward (block_bwd's write_grads), so
+      // zero_grad need not clear them (AIR_TRAIN_WRITE_GRADS=0: zeroed and added, for the comparison).
+      if (write_grads()) fsdp_->set_written_by_backward(1 + l, block_linear_ranges(s.model_config));
+    }
     if (fp8_) {
       fp8_blocks_.resize(blocks.size());
       fp8_fresh_.assign(blocks.size(), false);
@@ -146,9 +156,9 @@ class FsdpEngine : public Engine {
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
       if (sharded && l > 0) fsdp_->prefetch(l);
       const Fp8Block* q = fp8_for(l, w);
-      if (fp8_) fp8_blocks_[l].grads_zero = first_micro_batch_;
       if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l], q);
-      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan, q, &dh_amax);
+      dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan, q, &dh_amax,
+                     fsdp_->backward_writes(1 + l, first_micro_batch_));
       if (sharded && fp8_) fp8_blocks_[l] = Fp8Block();
       inputs[l] = at::Tensor();
       fsdp_->reduce_grad(1 + l);
@@ -277,7 +287,7 @@ class FsdpEngine : public Engine {
   RecomputePlan recompute_;
   int64_t chunk_rows_ = 1;
   bool fp8_ = s_.config.precision == "fp8";
-  bool first_micro_batch_ = true;  // no gradient accumulated since the last zero_grad (FP8 writes, not adds)
+  bool first_micro_batch_ = true;  // no gradient accumulated since the last zero_grad (the linears' are written)
   fp8::Scaling fp8_scaling_ = s_.config.fp8_scaling == "rowwise" ? fp8::Scaling::kRowwise : fp8::Scaling::kTensorwise;
   std::vector<Fp8Block> fp8_blocks_;
   std::vector<bool> fp8_fresh_;

@@ -123,6 +123,17 @@ TEST_CASE("block: the hand-written forward and backward equal autograd's, plain 
     block_fwd(f.c, w, h, plan, &saved);
     block_bwd(f.c, w, g, h, saved, dout, plan);
     check_close(gflat, 2 * at::cat(parts), 1e-4, "accumulated weight gradients");
+
+    // write_grads (a step's first micro-batch): the linears' gradients are written over whatever the buffer
+    // held (9: never read), the norms' still added (their 0 here, as zero_grad leaves them).
+    gflat.fill_(9.0);
+    at::Tensor norms_mask = at::ones_like(gflat, at::kBool);
+    for (const auto& [off, len] : block_linear_ranges(f.c)) norms_mask.narrow(0, off, len).fill_(false);
+    gflat.masked_fill_(norms_mask, 0.0);
+    REQUIRE(norms_mask.sum().item<int64_t>() == 2 * H);  // exactly the two norm weights lie outside the ranges
+    block_fwd(f.c, w, h, plan, &saved);
+    block_bwd(f.c, w, g, h, saved, dout, plan, nullptr, nullptr, /*write_grads=*/true);
+    check_close(gflat, at::cat(parts), 1e-4, "written weight gradients");
   }
 }
 

@@ -366,6 +366,27 @@ TEST_CASE("fsdp rendezvous timeout names the missing ranks") {
   }
 }
 
+TEST_CASE("fsdp: ranges the backward writes are left by zero_grad at world 1, zeroed nowhere else") {
+  air::train::DistEnv env;
+  auto dist = air::train::Dist::init(env);
+  Fsdp fsdp(*dist, {});
+  auto a = torch::ones({10}).requires_grad_(true);
+  fsdp.add_unit("u", {{"a", a}});
+  fsdp.add_unit("v", {{"b", torch::ones({4}).requires_grad_(true)}});
+  REQUIRE(fsdp.zero_copy());
+  CHECK_THROWS_AS(fsdp.set_written_by_backward(0, {{2, 3}, {4, 2}}), air::Error);  // overlapping
+  CHECK_THROWS_AS(fsdp.set_written_by_backward(0, {{8, 3}}), air::Error);          // past the unit
+  fsdp.set_written_by_backward(0, {{6, 2}, {2, 3}});
+  CHECK(fsdp.backward_writes(0, true));
+  CHECK_FALSE(fsdp.backward_writes(0, false));  // later micro-batches add
+  CHECK_FALSE(fsdp.backward_writes(1, true));   // no ranges: always added
+  fsdp.grad_buffer(0).fill_(7.0);
+  fsdp.grad_buffer(1).fill_(7.0);
+  fsdp.zero_grad();
+  CHECK(at::equal(fsdp.grad_buffer(0), torch::tensor({0, 0, 7, 7, 7, 0, 7, 7, 0, 0}, torch::kFloat)));
+  CHECK(at::equal(fsdp.grad_buffer(1), torch::zeros({4})));
+}
+
 TEST_CASE("fsdp shards a unit into equal padded slices") {
   air::train::DistEnv env;
   auto dist = air::train::Dist::init(env);
