@@ -16,6 +16,7 @@ mb=N (per_device_batch_size, default 4), acc=N (gradient_accumulation_steps, def
 lora (LoRA r 16, alpha 32 on every block linear, as bench/lora_peer.py: base frozen in bf16, adapters fp32 master),
 nofold (with lora: AIR_TRAIN_LORA_FOLD=0, the adapters as separate GEMMs instead of folded into the base GEMMs),
 noalign (with lora: AIR_TRAIN_LORA_ALIGN=0, the folded matrices' rows packed without 128-byte alignment),
+noqkvfold (with lora: AIR_TRAIN_LORA_QKV_DGRAD=0, q/k/v's input gradient and d(x A^T) as separate GEMMs),
 dropout=P (with lora: lora.dropout P),
 addgrads (AIR_TRAIN_WRITE_GRADS=0: the step's first micro-batch adds the weight gradients into zeroed buffers instead
 of writing them, the way before 2026-12-04's change),
@@ -120,6 +121,8 @@ def run(args, spec, work):
         env["AIR_TRAIN_LORA_FOLD"] = "0"
     if "noalign" in opts:  # with lora: the folded matrices' rows not aligned to 128 bytes
         env["AIR_TRAIN_LORA_ALIGN"] = "0"
+    if "noqkvfold" in opts:  # with lora: q/k/v's backward as two GEMMs over dy instead of one through [W | s B]
+        env["AIR_TRAIN_LORA_QKV_DGRAD"] = "0"
     if "addgrads" in opts:  # zero_grad clears every gradient and the first micro-batch adds (fsdp_engine.cc)
         env["AIR_TRAIN_WRITE_GRADS"] = "0"
     if "collectives" in opts:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/base/error.h"
 #include "trainer/model/ops.h"
@@ -39,6 +40,11 @@ at::Tensor take(const at::Tensor& flat, int64_t& off, std::vector<int64_t> shape
 }
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+bool qkv_dgrad_fold() {
+  const char* v = std::getenv("AIR_TRAIN_LORA_QKV_DGRAD");
+  return !(v && std::string(v) == "0");
+}
 
 // An uninitialised [rows, cols] matrix whose rows start at multiples of `align` elements.
 at::Tensor aligned_empty(int64_t rows, int64_t cols, int64_t align, const at::TensorOptions& o) {
@@ -291,7 +297,7 @@ LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const a
     const bool whole = k == 1 && static_cast<int64_t>(g.rows[mods[0]]) == out;  // o, down: B is one module's
     if (wk && wk->defined()) {
       lg.wk = *wk;
-      lg.wk_dgrad = gi == 2;
+      lg.wk_dgrad = gi == 2 || qkv_dgrad_fold();
       lg.B = wk->narrow(1, g.in, k * lc.r);
     } else if (!whole) {
       lg.B = at::zeros({out, k * lc.r}, flat.options());

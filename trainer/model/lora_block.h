@@ -75,7 +75,9 @@ struct LoraGroup {
   at::Tensor B;   // [out, k r]: the group's B matrices block-diagonal, times alpha / r (a small buffer, or the
                   // last columns of wk)
   at::Tensor wk;  // folded [out, in + k r] (LoraBaseView), or undefined
-  bool wk_dgrad = false;  // the input gradient also through wk (gate/up; for q/k/v the extra copy of dx costs more)
+  // The input gradient also through wk ([dy W | dy s B] from one pass over dy; the norm backward reads the strided
+  // dy W in place). AIR_TRAIN_LORA_QKV_DGRAD=0: q/k/v takes separate GEMMs (the layout before 2026-12-04).
+  bool wk_dgrad = false;
   at::Tensor wn;  // folded [out + k r, in] (down), or undefined
   int group = 0;  // 0 qkv, 1 o, 2 gu, 3 down (the dropout masks' seeds)
   int64_t align = 1;  // the folded GEMMs' other operands get rows aligned so (LoraBaseView::align)
