@@ -57,17 +57,21 @@ at::Tensor attention_fwd(const Dims& d, const at::Tensor& qkv, const AttnPlan& p
   }
 #endif
   if (varlen(p)) throw Error("variable-length attention needs a CUDA build of libtorch >= 2.5");
-  // Dense rows: the library's fused attention under a local autograd graph, kept until the backward.
-  at::Tensor base = qkv.detach().requires_grad_(true);
+  // Dense rows: the library's fused attention under a local autograd graph, kept until the backward. q, k and
+  // v (views of qkv) are its leaves: their gradients come back separately and are written into one [N, W]
+  // buffer (a graph from qkv itself would give each view's gradient as a zeroed [N, W] tensor, then add them).
+  auto leaf = [&](int64_t off, int64_t width, int64_t heads) {
+    return qkv.detach().narrow(1, off, width).view({p.B, p.T, heads, d.hd}).transpose(1, 2).requires_grad_(true);
+  };
+  s.attn_q = leaf(0, d.q, d.nh);
+  s.attn_k = leaf(d.q, d.kv, d.nkv);
+  s.attn_v = leaf(d.q + d.kv, d.kv, d.nkv);
   at::Tensor o;
   {
-    at::AutoGradMode grad(true);  // the views too: they must be part of the graph back to `base`
-    at::Tensor q = base.narrow(1, 0, d.q).view({p.B, p.T, d.nh, d.hd}).transpose(1, 2);
-    at::Tensor k = base.narrow(1, d.q, d.kv).view({p.B, p.T, d.nkv, d.hd}).transpose(1, 2);
-    at::Tensor v = base.narrow(1, d.q + d.kv, d.kv).view({p.B, p.T, d.nkv, d.hd}).transpose(1, 2);
-    o = attention_gqa(q, k, v, p.mask);
+    at::AutoGradMode grad(true);
+    o = attention_gqa(s.attn_q, s.attn_k, s.attn_v, p.mask);
   }
-  s.attn_in = base;
+  s.attn_in = qkv;
   s.attn_out = o;
   return o.detach().transpose(1, 2).reshape({N, d.q});
 }
@@ -90,8 +94,15 @@ at::Tensor attention_bwd(const Dims& d, const at::Tensor& dattn, const AttnPlan&
   }
 #endif
   at::Tensor g = dattn.view({p.B, p.T, d.nh, d.hd}).transpose(1, 2);
-  auto grads = torch::autograd::grad({s.attn_out}, {s.attn_in}, {g}, /*retain_graph=*/false, /*create_graph=*/false);
-  return grads[0];
+  auto grads = torch::autograd::grad({s.attn_out}, {s.attn_q, s.attn_k, s.attn_v}, {g}, /*retain_graph=*/false,
+                                     /*create_graph=*/false);
+  const int64_t N = dattn.size(0);
+  at::Tensor dqkv = at::empty({N, d.W}, dattn.options());
+  const int64_t off[] = {0, d.q, d.q + d.kv}, width[] = {d.q, d.kv, d.kv}, heads[] = {d.nh, d.nkv, d.nkv};
+  for (int i = 0; i < 3; ++i)
+    dqkv.narrow(1, off[i], width[i]).view({p.B, p.T, heads[i], d.hd}).transpose(1, 2).copy_(grads[static_cast<size_t>(i)]);
+  s.attn_q = s.attn_k = s.attn_v = at::Tensor();
+  return dqkv;
 }
 
 

@@ -54,6 +54,9 @@ Fp8Block quantize_block(const BlockView& w, fp8::Scaling s);
 // linears (xn, attn, yn, a) are kept only as the quantised transposed operands their weight gradients take.
 struct BlockSaved {
   at::Tensor xn, rstd1, attn_in, attn_out, attn, lse, rng, h1, yn, rstd2, gu, a;
+  // Dense rows: attention's q, k and v as the leaves of its local autograd graph (views of attn_in, not
+  // counted in bytes()).
+  at::Tensor attn_q, attn_k, attn_v;
   fp8::Operand q_xn, q_attn, q_yn, q_a;
   bool empty() const { return !rstd1.defined(); }
   void clear() { *this = BlockSaved(); }
