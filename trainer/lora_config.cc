@@ -12,7 +12,7 @@
 namespace air::train {
 namespace {
 
-const std::vector<std::string> kKeys = {"r", "alpha", "dropout", "target_modules", "init", "merge"};
+const std::vector<std::string> kKeys = {"r", "alpha", "dropout", "target_modules", "init", "merge", "shard_base"};
 
 LoraYamlError at(const YAML::Node& n, std::string msg, std::string hint = "", size_t width = 1) {
   LoraYamlError e;
@@ -119,6 +119,13 @@ void set_lora_key(LoraConfig& c, const std::string& key, const YAML::Node& v) {
     else throw at(v, path + ": '" + s + "' is not one of: default, gaussian", "default is PEFT's init_lora_weights=True");
   } else if (key == "merge") {
     c.merge = boolean(v, path);
+  } else if (key == "shard_base") {
+    const std::string s = scalar(v, path, "auto, true or false");
+    if (s == "auto") c.shard_base = "auto";
+    else if (s == "true" || s == "True" || s == "yes" || s == "on") c.shard_base = "true";
+    else if (s == "false" || s == "False" || s == "no" || s == "off") c.shard_base = "false";
+    else throw at(v, path + ": '" + s + "' is not one of: auto, true, false",
+                  "true shards the frozen base over the ranks (a base larger than one device); auto does when it must");
   } else {
     std::string hint = nearest(key, kKeys);
     throw at(v, "unknown key '" + path + "'", hint.empty() ? "lora takes: " + join(kKeys) : hint, key.size());
@@ -160,7 +167,8 @@ std::string render_lora(const LoraConfig& c) {
   if (!c.enabled) return "off";
   std::ostringstream o;
   o << "{r: " << c.r << ", alpha: " << c.alpha << ", dropout: " << c.dropout << ", target_modules: ["
-    << join(c.target_modules) << "], init: " << c.init << ", merge: " << (c.merge ? "true" : "false") << "}";
+    << join(c.target_modules) << "], init: " << c.init << ", merge: " << (c.merge ? "true" : "false")
+    << ", shard_base: " << c.shard_base << "}";
   return o.str();
 }
 

@@ -22,6 +22,11 @@ struct LoraConfig {
                                              "down_proj"};
   std::string init = "default";  // PEFT's init_lora_weights=True: A kaiming-uniform(a=sqrt(5)), B zeros
   bool merge = false;            // also write the merged full weights as the HF checkpoint in output_dir
+  // The frozen base across ranks: "false" (every rank holds it whole: no gathers), "true" (each rank holds
+  // 1 / world of every block's weights and gathers a block as it runs, as full fine-tuning does: a base
+  // larger than one device trains), "auto" (true when world > 1 and the base would take more than half of
+  // the device's memory).
+  std::string shard_base = "auto";
 
   double scaling() const { return alpha / static_cast<double>(r); }
   bool targets(const std::string& module) const;

@@ -334,7 +334,7 @@ struct Attempt {
   std::map<int, double> losses;
 };
 
-Attempt attempt(int world, const fs::path& out, const std::string& env = "") {
+Attempt attempt(int world, const fs::path& out, const std::string& env = "", const std::string& extra = "") {
   const std::string src = AIR_SOURCE_DIR, bin = AIR_BIN_DIR;
   std::string launcher = world == 1 ? bin + "/air-train"
                                     : bin + "/air-torchrun --standalone --nproc_per_node " + std::to_string(world) +
@@ -346,7 +346,7 @@ Attempt attempt(int world, const fs::path& out, const std::string& env = "") {
                     " --set gradient_accumulation_steps=2 --set learning_rate=2e-2 --set max_steps=6"
                     " --set max_examples=40 --set seed=11 --set checkpoint_every_steps=2 --set lora.r=4"
                     " --set lora.alpha=8 --set lora.target_modules=[q_proj,k_proj,o_proj,up_proj]"
-                    " --set output_dir=" + out.string() + " 2>&1";
+                    " --set output_dir=" + out.string() + " " + extra + " 2>&1";
   Attempt a;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -391,4 +391,56 @@ TEST_CASE("lora train: world size 2 follows world size 1, a retried attempt resu
   REQUIRE(fs::exists(root / "retried" / "adapter_model.safetensors"));
   REQUIRE(fs::exists(root / "retried" / "sharded" / "latest"));
   fs::remove_all(root);
+}
+
+// lora.shard_base: each of 2 ranks keeps half of every block's frozen weights and gathers a block as it
+// runs (a base larger than one device): the same curve as one process with the whole base, and the merged
+// checkpoint (written from the gathered blocks) holds the same weights.
+TEST_CASE("lora train: a base sharded over 2 ranks follows one process and merges the same weights") {
+  const fs::path root = temp_dir("shard_base");
+  Attempt one = attempt(1, root / "one", "", "--set lora.merge=true --set lora.shard_base=true");
+  INFO(one.output);
+  REQUIRE(one.code == 0);
+  REQUIRE(one.output.find("on every rank") != std::string::npos);  // one rank: nothing to shard over
+  Attempt two = attempt(2, root / "two", "", "--set lora.merge=true --set lora.shard_base=true");
+  INFO(two.output);
+  REQUIRE(two.code == 0);
+  REQUIRE(two.output.find("sharded over the ranks") != std::string::npos);
+  REQUIRE(two.losses.size() == 6);
+  for (int step = 1; step <= 6; ++step) {
+    INFO("step " << step);
+    REQUIRE(std::abs(two.losses[step] - one.losses[step]) <= 1e-4 * std::abs(one.losses[step]));
+  }
+  WeightSet a = WeightSet::open_dir((root / "one").string()), b = WeightSet::open_dir((root / "two").string());
+  LlamaConfig mc = parse_llama_config(nlohmann::json::parse(slurp(root / "one" / "config.json")), "merged");
+  LlamaModel shape(mc, at::kCPU, at::kFloat);
+  int compared = 0;
+  for (const auto& [name, t] : shape.named_parameters()) {
+    INFO(name);
+    at::Tensor x = a.get(name).to(at::kFloat), y = b.get(name).to(at::kFloat);
+    REQUIRE(x.sizes() == y.sizes());
+    REQUIRE(((x - y).abs().max() <= 1e-3 * x.abs().max().clamp_min(1e-6)).item<bool>());
+    ++compared;
+  }
+  REQUIRE(compared == static_cast<int>(shape.named_parameters().size()));
+  // The base itself moved nowhere: an untargeted weight is bit for bit the same on both.
+  REQUIRE(at::equal(a.get("model.layers.0.self_attn.v_proj.weight"), b.get("model.layers.0.self_attn.v_proj.weight")));
+  fs::remove_all(root);
+}
+
+// A bad value is a located error with the choices.
+TEST_CASE("lora config: shard_base takes auto, true or false") {
+  LoraConfig c;
+  set_lora_yaml(c, YAML::Load("{shard_base: true}"));
+  REQUIRE(c.shard_base == "true");
+  set_lora_yaml(c, YAML::Load("{shard_base: auto}"));
+  REQUIRE(c.shard_base == "auto");
+  try {
+    set_lora_yaml(c, YAML::Load("{r: 8,\n shard_base: maybe}"));
+    FAIL("expected an error");
+  } catch (const LoraYamlError& e) {
+    REQUIRE(e.message == "lora.shard_base: 'maybe' is not one of: auto, true, false");
+    REQUIRE(e.line == 1);
+  }
+  REQUIRE(render_lora(c).find("shard_base: auto") != std::string::npos);
 }

@@ -1,6 +1,8 @@
 // The LoRA engine (`lora:` in the settings): the FSDP engine's loop with the base model frozen. The base
-// weights live once, in the compute dtype, as one flat buffer per block (the layout block_view reads) on
-// every rank: no fp32 master, no gradient, no optimizer state for them. The adapters are FSDP units (one
+// weights live once, in the compute dtype, as one flat buffer per block (lora_base_view's layout): no fp32
+// master, no gradient, no optimizer state for them. Whole on every rank, or with `lora.shard_base` sharded
+// over the ranks (each keeps 1 / world of every block and all-gathers a block as it runs, the next one
+// prefetched), so that a base larger than one device trains. The adapters are FSDP units (one
 // per block: fp32 master shards, AdamW state, gradients reduce-scattered in fp32), so accumulation,
 // clipping, sharded checkpoints and resume work as for full fine-tuning at any world size. The backward
 // skips every weight-gradient GEMM of the base (trainer/model/lora_block.h).
@@ -59,13 +61,24 @@ class LoraEngine : public Engine {
       // AIR_TRAIN_LORA_ALIGN=0: the folded matrices' rows packed without alignment (the comparison in
       // docs/performance.md).
       if (const char* a = std::getenv("AIR_TRAIN_LORA_ALIGN"); a && std::string(a) == "0") align_ = 1;
+      const int world = dist_->world_size();
+      base_numel_ = lora_base_numel(c, lc_, align_);
+      shard_base_ = decide_shard_base(s, base_numel_ * c.num_hidden_layers * embed_.element_size());
+      base_padded_ = shard_base_ ? (base_numel_ + world - 1) / world * world : base_numel_;
       for (auto& b : m.blocks()) {
-        at::Tensor flat = at::empty({lora_base_numel(c, lc_, align_)}, embed_.options());
-        lora_base_pack(c, lc_, b.list(), flat, align_);
-        base_.push_back(flat);
-        views_.push_back(lora_base_view(c, lc_, flat, align_));
+        at::Tensor flat = at::empty({base_padded_}, embed_.options());
+        lora_base_pack(c, lc_, b.list(), flat, align_);  // zeroes the padding too
         b = BlockWeights();
+        if (shard_base_) {
+          // This rank's slice; the whole block is freed at the end of the iteration.
+          const int64_t n = base_padded_ / world;
+          base_.push_back(flat.narrow(0, dist_->rank() * n, n).clone());
+        } else {
+          base_.push_back(flat);
+          views_.push_back(lora_base_view(c, lc_, flat, align_));
+        }
       }
+      gathered_.resize(base_.size());
     }
     // AIR_TRAIN_LORA_FOLD=0: the adapters as separate GEMMs beside the base's (the comparison in
     // docs/performance.md); the same math.
@@ -124,6 +137,7 @@ class LoraEngine : public Engine {
       fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
 
     if (sharded) fsdp_->prefetch(0);
+    gather_base(0);
     ++micro_batch_count_;
     at::Tensor h = at::embedding(embed_, ids);
     std::vector<at::Tensor> inputs(L);
@@ -132,15 +146,17 @@ class LoraEngine : public Engine {
       LoraBlock a = weights(l);
       a.dropout_seed = dropout_seed(l);
       if (sharded && l + 1 < L) fsdp_->prefetch(l + 1);
+      if (l + 1 < L) gather_base(l + 1);
       inputs[l] = h;
-      h = lora_block_fwd(c, views_[l].w, a, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      h = lora_block_fwd(c, base_view(l).w, a, h, plan, recompute_[l] ? nullptr : &saved_[l]);
       fsdp_->release_gathered(l);
+      release_base(l);
     }
     if (sharded) fsdp_->prefetch(L - 1);
+    gather_base(L - 1);
     // dh with room for the top block's down adapter columns (the folded down backward writes them in place).
-    const LoraBaseView& top = views_[L - 1];
-    const int64_t room = fold_ && top.down_n.defined() ? top.down_n.size(0) - c.hidden_size : 0;
-    const at::Tensor dh_out = lora_grad_out(N, c.hidden_size, room, top.align, h.options());
+    const int64_t room = fold_ && lc_.targets("down_proj") ? lc_.r : 0;
+    const at::Tensor dh_out = lora_grad_out(N, c.hidden_size, room, align_, h.options());
     HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, norm_scratch_, chunk_rows_, dh_out);
     h = at::Tensor();
     at::Tensor dh = head.dh;
@@ -149,7 +165,8 @@ class LoraEngine : public Engine {
       a.dropout_seed = dropout_seed(l);  // the forward's masks, drawn again
       lora_block_attach_grads(c, lc_, a, fsdp_->grad_buffer(l));
       if (sharded && l > 0) fsdp_->prefetch(l - 1);
-      const BlockView& w = views_[l].w;
+      if (l > 0) gather_base(l - 1);
+      const BlockView& w = base_view(l).w;
       if (recompute_[l]) lora_block_fwd(c, w, a, inputs[l], plan, &saved_[l]);
       // The embeddings are frozen: the first block's input gradient is never needed.
       dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, norm_scratch_, /*need_dh=*/l > 0,
@@ -157,6 +174,7 @@ class LoraEngine : public Engine {
       inputs[l] = at::Tensor();
       fsdp_->reduce_grad(l);
       fsdp_->release_gathered(l);
+      release_base(l);
     }
     return head.loss_sum;
   }
@@ -176,7 +194,7 @@ class LoraEngine : public Engine {
   // the views and the scaled block-diagonal B from the step's first use until the optimizer step.
   const LoraBlock& weights(size_t l) {
     at::Tensor flat = fsdp_->acquire(l);
-    const LoraBaseView* fold = fold_ ? &views_[l] : nullptr;
+    const LoraBaseView* fold = fold_ ? &base_view(l) : nullptr;
     if (fsdp_->collectives()) {
       current_ = lora_block_weights(s_.model_config, lc_, flat, fold);
       return current_;
@@ -184,6 +202,35 @@ class LoraEngine : public Engine {
     if (weights_.empty()) weights_.resize(base_.size());
     if (!weights_[l].r) weights_[l] = lora_block_weights(s_.model_config, lc_, flat, fold);
     return weights_[l];
+  }
+
+  // lora.shard_base: auto shards when there are ranks to shard over and the whole base would take more than
+  // half of what the device has free now; true shards at any world size above 1.
+  bool decide_shard_base(const EngineSetup& s, int64_t base_bytes) const {
+    if (dist_->world_size() < 2 || lc_.shard_base == "false") return false;
+    if (lc_.shard_base == "true") return true;
+    const int64_t free = free_device_memory(s.device);
+    return free > 0 && base_bytes > free / 2;
+  }
+
+  // Sharded base: block l's weights all-gathered into a new buffer (started here; base_view waits for it).
+  void gather_base(size_t l) {
+    if (!shard_base_ || gathered_[l].flat.defined()) return;
+    Gathered& g = gathered_[l];
+    g.flat = at::empty({base_padded_}, embed_.options());
+    g.pending = dist_->all_gather(g.flat, base_[l]);
+  }
+  // Block l's base laid out for the folds: the whole copy every rank keeps, or the gathered one.
+  const LoraBaseView& base_view(size_t l) {
+    if (!shard_base_) return views_[l];
+    gather_base(l);
+    Gathered& g = gathered_[l];
+    g.pending.wait();
+    if (!g.view.w.qkv.defined()) g.view = lora_base_view(s_.model_config, lc_, g.flat, align_);
+    return g.view;
+  }
+  void release_base(size_t l) {
+    if (shard_base_) gathered_[l] = Gathered();
   }
 
   // The dropout masks' seed of block l in this micro-batch: from the run's seed, the micro-batch's number
@@ -215,11 +262,15 @@ class LoraEngine : public Engine {
     std::vector<std::pair<std::string, at::Tensor>> adapters;
     for (size_t u = 0; u < fsdp_->units().size(); ++u)
       for (auto& nt : fsdp_->gather_full_params(u, at::kFloat, writer)) adapters.push_back(std::move(nt));
-    if (writer) {
-      if (!lc_.merge) {
-        save_peft_adapter(o.output_dir, lc_, s_.config.model_name, adapters);
-      } else {
-        save_merged(o, adapters);
+    if (!lc_.merge) {
+      if (writer) save_peft_adapter(o.output_dir, lc_, s_.config.model_name, adapters);
+    } else if (writer) {
+      save_merged(o, adapters);
+    } else if (shard_base_) {
+      // The writer gathers the sharded base block by block, in order: join each gather.
+      for (size_t l = 0; l < base_.size(); ++l) {
+        base_view(l);
+        release_base(l);
       }
     }
     dist_->barrier();
@@ -249,7 +300,12 @@ class LoraEngine : public Engine {
            mods + ": " + std::to_string(total) + " trainable parameters (" + std::to_string(shard) +
            " per rank, master " + c10::toString(s_.master_dtype) + ") over " + std::to_string(dist_->world_size()) +
            " ranks (" + dist_->backend_name() + "), base frozen in " + c10::toString(s_.compute_dtype) +
-           " on every rank, attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
+           (shard_base_ ? ", sharded over the ranks (" +
+                              std::to_string(base_padded_ / dist_->world_size() * static_cast<int64_t>(base_.size()) *
+                                             embed_.element_size() >> 20) +
+                              " MiB of it per rank, a block gathered as it runs)"
+                        : " on every rank") +
+           ", attention " + attention_kernel_name() + (ops::have_cuda_kernels() ? ", fused CUDA kernels" : "") +
            ", activation recomputation " + s_.config.activation_checkpointing;
   }
 
@@ -262,9 +318,15 @@ class LoraEngine : public Engine {
     const auto names = BlockWeights::names();  // "self_attn.q_proj.weight", ...
     const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
                   I = c.intermediate_size;
-    // The block's weights in names() order, as views of the frozen base's layout.
+    // The block's weights in names() order, as views of the frozen base's layout (sharded: of the block
+    // gathered now; the other ranks join the gathers in the same order, save()).
+    size_t viewed = base_.size();
     auto weight = [&](size_t l, size_t i) -> at::Tensor {
-      const BlockView& v = views_[l].w;
+      if (l != viewed) {
+        if (viewed < base_.size()) release_base(viewed);
+        viewed = l;
+      }
+      const BlockView& v = base_view(l).w;
       switch (i) {
         case 0: return v.ln1;
         case 1: return v.qkv.narrow(0, 0, q);
@@ -300,6 +362,7 @@ class LoraEngine : public Engine {
         saver.write(spec.name, w.contiguous());
       }
     }
+    if (viewed < base_.size()) release_base(viewed);
     // The adapter beside the merged weights, in a subfolder: a folder with adapter_config.json at its top
     // would make transformers load the adapter on top of the merged weights.
     const std::string adir = saver.temp_dir() + "/adapter";
@@ -331,8 +394,10 @@ class LoraEngine : public Engine {
     const int64_t transient = 2 * std::min(chunk_rows_, tokens) * c.vocab_size * 4 +
                               6 * tokens * c.intermediate_size * elem + tokens * c.hidden_size * elem * 8 +
                               (int64_t{3} << 30);
+    // A sharded base holds two gathered blocks while it runs (this one and the next).
+    const int64_t gathered = shard_base_ ? 2 * base_padded_ * elem : 0;
     recompute_.choose(s_.config.activation_checkpointing, s_.device, base_.size(),
-                      lora_block_saved_bytes(c, lc_, tokens, elem), transient);
+                      lora_block_saved_bytes(c, lc_, tokens, elem), transient + gathered);
   }
 
 
@@ -341,8 +406,17 @@ class LoraEngine : public Engine {
   std::unique_ptr<Dist> dist_;
   Rope rope_;
   at::Tensor embed_, norm_, head_, norm_scratch_;
-  std::vector<at::Tensor> base_;  // per block: the frozen weights, flat in lora_base_view's layout
-  std::vector<LoraBaseView> views_;
+  std::vector<at::Tensor> base_;  // per block: the frozen weights, flat in lora_base_view's layout (sharded:
+                                  // this rank's slice of base_padded_ elements)
+  std::vector<LoraBaseView> views_;  // whole base: views of base_
+  bool shard_base_ = false;
+  int64_t base_numel_ = 0, base_padded_ = 0;
+  struct Gathered {
+    at::Tensor flat;
+    Pending pending;
+    LoraBaseView view;
+  };
+  std::vector<Gathered> gathered_;  // sharded base: the blocks gathered now (the running one and the next)
   bool fold_ = true;
   int64_t align_ = 64;
   uint64_t micro_batch_count_ = 0;
