@@ -147,7 +147,7 @@ const std::vector<Field>& fields() {
                 &C::checkpoint_every_steps),
       str_field("checkpoint_dir", "where sharded checkpoints go (default: <output_dir>/sharded)", &C::checkpoint_dir),
       str_field("resume", "auto (newest complete checkpoint, if any), never, or a checkpoint folder", &C::resume),
-      {"lora", "low-rank adapters on a frozen base: {r, alpha, dropout, target_modules, init, merge} (PEFT's names)",
+      {"lora", "low-rank adapters on a frozen base: {r, alpha, dropout, target_modules, init, merge, shard_base} (PEFT's names)",
        [](C& c, const YAML::Node& n) { set_lora_yaml(c.lora, n); }, [](const C& c) { return render_lora(c.lora); }},
   };
   return kFields;
