@@ -372,6 +372,8 @@ TEST_CASE("lora train: world size 2 follows world size 1, a retried attempt resu
   Attempt two = attempt(2, root / "two");
   INFO(two.output);
   REQUIRE(two.code == 0);
+  // lora.shard_base: auto keeps a base that fits whole on every rank (no gathers for it).
+  REQUIRE(two.output.find("on every rank") != std::string::npos);
   for (int step = 1; step <= 6; ++step) {
     INFO("step " << step);
     REQUIRE(std::abs(two.losses[step] - one.losses[step]) <= 1e-4 * std::abs(one.losses[step]));
