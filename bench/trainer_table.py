@@ -96,6 +96,10 @@ for s, eng, mode, ms, ptok, rtok, mfu, peak in sorted(rows, key=lambda r: (r[0],
 for n in notes:
     print("\nClocks, " + n)
 
+def verdict(ok):
+    return "**met**" if ok else "**not met**"
+
+
 # Issue 31's targets, judged on this call's rows (the loss-parity target from fp8_curve.json when this call ran it).
 if show_targets:
     ok_runs = [r for r in ours if "error" not in r]
@@ -107,7 +111,6 @@ if show_targets:
                     and r["mode"] == "padded" and all(e in o for e in extra):
                 return r
         return None
-    verdict = lambda ok: "**met**" if ok else "**not met**"
     print("\n| target (issue 31) | this call | verdict |\n|---|---|---|")
     b8, f8 = find("8b", 1024, False), find("8b", 1024, True)
     if b8 and f8:
@@ -178,3 +181,19 @@ if ours_lora or lora_peer:
         ratio = f"{r['padded_tok_s'] / p['padded_tok_s']:.2f}x" if p else "-"
         print(f"| {r['shape']} | air-train {r['run']} | {r['step_ms']:.1f} ms | {r['padded_tok_s']:,.0f} | "
               f"{r['peak_gib']:.1f} | {r['loss_first']:.3f} -> {r['loss_last']:.3f} | {ratio} |")
+    # Issue 32's speed and memory targets, judged on the plain rows (`8b:padded:lora`, `1b:padded:lora`)
+    # against the peer of this call.
+    plain = {r["shape"]: r for r in ours_lora if "error" not in r and r["run"] == f"{r['shape']}:padded:lora"}
+    targets = [("8b", 1.3, "8B LoRA >= 1.3x the LoRA peer's tokens/s"), ("1b", 1.5, "1B LoRA >= 1.5x")]
+    lines = []
+    for shape, want, what in targets:
+        r, p = plain.get(shape), peer_by.get(shape)
+        if r and p:
+            x = r["padded_tok_s"] / p["padded_tok_s"]
+            lines.append(f"| {what} | {x:.2f}x ({r['step_ms']:.1f} vs {p['step_ms']:.1f} ms) | {verdict(x >= want)} |")
+    if "8b" in plain:
+        gib = plain["8b"]["peak_gib"]
+        lines.append(f"| 8B LoRA at T=1024, micro-batch 4 <= 40 GiB | {gib:.1f} GiB | {verdict(gib <= 40)} |")
+    if lines:
+        print("\n| target (issue 32) | this call | verdict |\n|---|---|---|")
+        print("\n".join(lines))

@@ -16,7 +16,8 @@
 # lora: build, the PEFT checks (scripts/gpu/check_lora.py: step-1 loss and adapter gradients against PEFT from the
 # same base and init, PEFT loading our adapter, transformers loading the merged checkpoint), the LoRA peer
 # (bench/lora_peer.py, 8B and 1B; AIR_SKIP_LORA_PEER=1 skips it) and our LoRA rows (RUNS, default below), then the
-# LoRA table, then with AIR_LORA_CURVE_STEPS=N (default 0: none) the LoRA curve below.
+# LoRA table with issue 32's speed and memory targets judged, then with AIR_LORA_CURVE_STEPS=N (default 0: none) the
+# LoRA curve below.
 # lora-curve: build, then the N-step (AIR_LORA_CURVE_STEPS, default 300) 1B LoRA curve beside transformers + PEFT on
 # the same rows from the same initial adapter (bench/lora_curve.py, PNG).
 # targets: issue 31's table in one call: build, the kernel, transformers and FP8 checks, the peer `compiled` at
