@@ -18,6 +18,7 @@
 
 #include "core/base/error.h"
 #include "tests/trainer/reference_engine.h"
+#include "tests/trainer/train_process.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/config.h"
 #include "trainer/model/llama_config.h"
@@ -328,36 +329,20 @@ TEST_CASE("lora train: dropout draws the same masks when recomputing, and change
 
 namespace {
 
-struct Attempt {
-  int code = -1;
-  std::string output;
-  std::map<int, double> losses;
-};
+using Attempt = air::train::testing::TrainAttempt;
 
 Attempt attempt(int world, const fs::path& out, const std::string& env = "", const std::string& extra = "") {
-  const std::string src = AIR_SOURCE_DIR, bin = AIR_BIN_DIR;
-  std::string launcher = world == 1 ? bin + "/air-train"
-                                    : bin + "/air-torchrun --standalone --nproc_per_node " + std::to_string(world) +
-                                          " " + bin + "/air-train";
-  std::string cmd = "OMP_NUM_THREADS=1 " + env + " " + launcher + " --set model_name=" + src +
+  const std::string src = AIR_SOURCE_DIR;
+  std::string cmd = "OMP_NUM_THREADS=1 " + env + " " + air::train::testing::train_launcher(world) +
+                    " --set model_name=" + src +
                     "/examples/tiny_model --set dataset_name=" + src +
                     "/examples/data/alpaca_tiny.json --set init=random --set max_seq_len=64 --set packing=true"
                     " --set per_device_batch_size=" + std::to_string(4 / world) +
                     " --set gradient_accumulation_steps=2 --set learning_rate=2e-2 --set max_steps=6"
                     " --set max_examples=40 --set seed=11 --set checkpoint_every_steps=2 --set lora.r=4"
                     " --set lora.alpha=8 --set lora.target_modules=[q_proj,k_proj,o_proj,up_proj]"
-                    " --set output_dir=" + out.string() + " " + extra + " 2>&1";
-  Attempt a;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) a.output.append(buf, n);
-  int status = pclose(p);
-  a.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  static const std::regex line(R"(\{"step":(\d+),.*?"loss":([-0-9.eE+]+))");
-  for (std::sregex_iterator it(a.output.begin(), a.output.end(), line), end; it != end; ++it)
-    a.losses[std::stoi((*it)[1])] = std::stod((*it)[2]);
-  return a;
+                    " --set output_dir=" + out.string() + " " + extra;
+  return air::train::testing::run_train_command(cmd);
 }
 
 }  // namespace

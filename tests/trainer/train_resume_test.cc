@@ -14,41 +14,27 @@
 #include <regex>
 #include <string>
 
+#include "tests/trainer/train_process.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Attempt {
-  int code = -1;
-  std::string output;
-  std::map<int, double> losses;  // step -> loss, from the JSON step lines
-};
+using Attempt = air::train::testing::TrainAttempt;
 
 // Runs air-train (world 1) or air-torchrun with `world` ranks over the tiny model, writing to out.
 Attempt attempt(int world, const fs::path& out, const std::string& env = "", const std::string& extra = "") {
-  const std::string src = AIR_SOURCE_DIR, bin = AIR_BIN_DIR;
-  std::string launcher = world == 1 ? bin + "/air-train"
-                                    : bin + "/air-torchrun --standalone --nproc_per_node " + std::to_string(world) +
-                                          " " + bin + "/air-train";
+  const std::string src = AIR_SOURCE_DIR;
   // Global batch 4 rows at every world size; several epochs of the example data in 8 steps.
-  std::string cmd = "OMP_NUM_THREADS=1 " + env + " " + launcher + " --set model_name=" + src +
+  std::string cmd = "OMP_NUM_THREADS=1 " + env + " " + air::train::testing::train_launcher(world) +
+                    " --set model_name=" + src +
                     "/examples/tiny_model --set dataset_name=" + src +
                     "/examples/data/alpaca_tiny.json --set init=random --set max_seq_len=64 --set packing=true"
                     " --set per_device_batch_size=" + std::to_string(4 / world) +
                     " --set gradient_accumulation_steps=1 --set learning_rate=2e-2 --set warmup_steps=2"
                     " --set lr_schedule=cosine --set max_steps=8 --set max_examples=40 --set seed=11"
-                    " --set checkpoint_every_steps=3 --set output_dir=" + out.string() + " " + extra + " 2>&1";
-  Attempt a;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) a.output.append(buf, n);
-  int status = pclose(p);
-  a.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  static const std::regex line(R"(\{"step":(\d+),.*?"loss":([-0-9.eE+]+))");
-  for (std::sregex_iterator it(a.output.begin(), a.output.end(), line), end; it != end; ++it)
-    a.losses[std::stoi((*it)[1])] = std::stod((*it)[2]);
-  return a;
+                    " --set checkpoint_every_steps=3 --set output_dir=" + out.string() + " " + extra;
+  return air::train::testing::run_train_command(cmd);
 }
 
 fs::path temp_dir(const std::string& name) {
