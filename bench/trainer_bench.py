@@ -18,6 +18,9 @@ nofold (with lora: AIR_TRAIN_LORA_FOLD=0, the adapters as separate GEMMs instead
 noalign (with lora: AIR_TRAIN_LORA_ALIGN=0, the folded matrices' rows packed without 128-byte alignment),
 noqkvfold (with lora: AIR_TRAIN_LORA_QKV_DGRAD=0, q/k/v's input gradient and d(x A^T) as separate GEMMs),
 dropout=P (with lora: lora.dropout P),
+atengemm (AIR_TRAIN_GEMM=aten: the residual-fused and LoRA adapter GEMMs through ATen's addmm instead of cuBLASLt),
+notune (AIR_TRAIN_GEMM_TUNE=0: cuBLASLt's first heuristic algorithm instead of the one timed fastest per shape),
+rmsblocks=N (AIR_TRAIN_RMS_BWD_BLOCKS=N: the RMSNorm backward kernel's blocks per SM),
 addgrads (AIR_TRAIN_WRITE_GRADS=0: the step's first micro-batch adds the weight gradients into zeroed buffers instead
 of writing them, the way before 2026-12-04's change),
 outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
@@ -125,6 +128,13 @@ def run(args, spec, work):
         env["AIR_TRAIN_LORA_QKV_DGRAD"] = "0"
     if "addgrads" in opts:  # zero_grad clears every gradient and the first micro-batch adds (fsdp_engine.cc)
         env["AIR_TRAIN_WRITE_GRADS"] = "0"
+    if "atengemm" in opts:  # ops::gemm_into through ATen (trainer/model/ops.h)
+        env["AIR_TRAIN_GEMM"] = "aten"
+    if "notune" in opts:  # cuBLASLt's first heuristic algorithm, not the timed one (trainer/cuda/gemm_cuda.h)
+        env["AIR_TRAIN_GEMM_TUNE"] = "0"
+    rmsb = next((o[10:] for o in opts if o.startswith("rmsblocks=")), None)
+    if rmsb:  # the RMSNorm backward's blocks per SM (trainer/cuda/ops_cuda.cu)
+        env["AIR_TRAIN_RMS_BWD_BLOCKS"] = rmsb
     if "collectives" in opts:
         env["AIR_TRAIN_WORLD1_NCCL"] = "1"
     adamw = next((o[6:] for o in opts if o.startswith("adamw=")), None)

@@ -184,6 +184,64 @@ int run_kernel_check() {
     std::cout << "kernels: strided rows written in place, extra columns untouched " << (fwd_ok && bwd_ok ? "ok" : "FAIL")
               << "\n";
     ok = ok && fwd_ok && bwd_ok;
+    // A frozen weight (LoRA): no weight gradient, more blocks; dx must be the same bits.
+    at::Tensor dxbuf2 = wide(at::zeros({N, H}, bf), 16);
+    at::Tensor nodw = ops::rms_norm_bwd(dybuf.narrow(1, 0, H), x, w, rstd, {}, resbuf.narrow(1, 0, H), {},
+                                        dxbuf2.narrow(1, 0, H));
+    const bool nodw_ok = at::equal(nodw, want) && (dxbuf2.narrow(1, H, 16) == 5.0).all().item<bool>();
+    std::cout << "kernels: rms_norm backward without the weight gradient, same dx " << (nodw_ok ? "ok" : "FAIL") << "\n";
+    ok = ok && nodw_ok;
+  }
+  // ops::gemm_into through cuBLASLt against ATen's addmm, at the shapes it takes in the 8B block and its LoRA
+  // adapters (r 16): the residual-fused forward, x A^T, d(x A^T) into the right columns of a wider buffer, and
+  // the adapters' gradients accumulated in place from transposed and column-sliced operands. Each runs twice
+  // (the first call times the candidates), and c (where it is not the output) must be left as it was.
+  {
+    auto gemm_case = [&](const char* what, at::Tensor out_k, at::Tensor out_r, const at::Tensor& a, const at::Tensor& b,
+                         bool accumulate, double alpha) {
+      const at::Tensor c0 = out_k.clone();
+      for (int rep = 0; rep < 2; ++rep) {
+        if (accumulate) out_k.copy_(c0);
+        ops::gemm_into(out_k, a, b, accumulate ? out_k : at::Tensor(), alpha, 1);
+      }
+      ops::set_use_cuda_kernels(false);
+      ops::gemm_into(out_r, a, b, accumulate ? out_r : at::Tensor(), alpha, 1);
+      ops::set_use_cuda_kernels(true);
+      report(what, out_k, out_r, 1e-2);
+    };
+    at::Tensor wo = at::randn({H, H}, bf) * 0.02;
+    {
+      const at::Tensor res0 = res.clone();
+      at::Tensor yk = ops::gemm(x, wo.t(), res), yk2 = ops::gemm(x, wo.t(), res);
+      ops::set_use_cuda_kernels(false);
+      at::Tensor yr = ops::gemm(x, wo.t(), res);
+      ops::set_use_cuda_kernels(true);
+      report("gemm x W^T + residual (cuBLASLt, C read in place)", yk, yr, 1e-2);
+      // Both against fp32 (one rounding of x W^T + residual): cuBLASLt's may not be worse than ATen's.
+      const at::Tensor ref = res.to(at::kFloat) + at::mm(x.to(at::kFloat), wo.to(at::kFloat).t());
+      auto err = [&](const at::Tensor& t) { return ((t.to(at::kFloat) - ref).norm() / ref.norm()).item<double>(); };
+      const double ek = err(yk), er = err(yr);
+      const bool acc_ok = ek <= 1.25 * er + 1e-6;
+      std::cout << "kernels: gemm + residual against fp32: cuBLASLt " << ek << ", ATen " << er << (acc_ok ? " ok" : " FAIL")
+                << "\n";
+      ok = ok && acc_ok;
+      const bool same = at::equal(yk, yk2) && at::equal(res, res0);
+      std::cout << "kernels: gemm repeatable, residual untouched " << (same ? "ok" : "FAIL") << "\n";
+      ok = ok && same;
+    }
+    at::Tensor A = at::randn({48, H}, bf) * 0.02, Bq = at::randn({H, 16}, bf) * 0.02;
+    gemm_case("gemm x A^T (48 columns)", at::empty({N, 48}, bf), at::empty({N, 48}, bf), x, A.t(), false, 1);
+    at::Tensor wide_k = at::full({N, H + 64}, 5.0, bf), wide_r = wide_k.clone();
+    gemm_case("gemm dy B into the right columns", wide_k.narrow(1, H, 16), wide_r.narrow(1, H, 16), dy, Bq, false, 1);
+    const bool cols_ok = (wide_k.narrow(1, H + 16, 48) == 5.0).all().item<bool>() &&
+                         (wide_k.narrow(1, 0, H) == 5.0).all().item<bool>();
+    std::cout << "kernels: gemm into strided columns, the rest untouched " << (cols_ok ? "ok" : "FAIL") << "\n";
+    ok = ok && cols_ok;
+    at::Tensor dxa = at::randn({N, 48}, bf), gA = at::randn({48, H}, bf) * 0.01;
+    gemm_case("gemm dA += d(xA)^T x (in place)", gA.clone(), gA.clone(), dxa.t(), x, true, 1);
+    at::Tensor gB = at::randn({1024, 16}, bf) * 0.01;
+    gemm_case("gemm dB += s dy^T xa (column slices, in place)", gB.clone(), gB.clone(), dy.narrow(1, 1024, 1024).t(),
+              dxa.narrow(1, 16, 16), true, 2.0);
   }
   at::Tensor gu = at::randn({N, 2 * I}, bf), da = at::randn({N, I}, bf);
   auto sw = both([&] { return ops::swiglu_fwd(gu); });

@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <algorithm>
 #include <initializer_list>
 #include <stdexcept>
 
@@ -95,6 +97,9 @@ __global__ void rms_fwd_kernel(const __nv_bfloat16* __restrict__ x, const __nv_b
 struct RmsBwdStrides {
   int64_t dy, dx, residual;
 };
+// kDw false (the weight is frozen: LoRA): no weight-gradient sums, no partial buffer, and the kernel runs with
+// more blocks (the sums' registers and partial rows no longer limit them).
+template <bool kDw>
 __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
                                const __nv_bfloat16* __restrict__ w, const float* __restrict__ rstd,
                                __nv_bfloat16* __restrict__ dx, float* __restrict__ partial, int64_t N, int H,
@@ -122,7 +127,7 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
       for (int k = 0; k < kVec; ++k) {
         const float n = bf(a.v[k]) * r;
         dot += bf(g.v[k]) * bf(ww.v[k]) * n;
-        dw[c][k] += bf(g.v[k]) * bf(tobf(n));
+        if (kDw) dw[c][k] += bf(g.v[k]) * bf(tobf(n));
       }
     }
     const float mean = block_sum(dot) / static_cast<float>(H);
@@ -147,12 +152,14 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
       dr[i] = o;
     }
   }
+  if (kDw) {
 #pragma unroll
-  for (int c = 0; c < kMaxChunks; ++c) {
-    const int i = threadIdx.x + c * kThreads;
-    if (i >= nv) break;
+    for (int c = 0; c < kMaxChunks; ++c) {
+      const int i = threadIdx.x + c * kThreads;
+      if (i >= nv) break;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) partial[static_cast<int64_t>(blockIdx.x) * H + i * kVec + k] = dw[c][k];
+      for (int k = 0; k < kVec; ++k) partial[static_cast<int64_t>(blockIdx.x) * H + i * kVec + k] = dw[c][k];
+    }
   }
   if (amax) block_amax_into(m, amax);
 }
@@ -467,15 +474,30 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy_in, const at::Tensor& x_in, const a
   const bool direct = out.defined() && rows_ok(out);
   at::Tensor dx = direct ? out : at::empty_like(x);
   if (N == 0) return out.defined() ? out : dx;
-  const int blocks = static_cast<int>(
-      std::min<int64_t>(N, static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 2));
-  at::Tensor partial = at::empty({blocks, H}, x.options().dtype(at::kFloat));
+  // Blocks per SM: 2 with the weight gradient (each block writes an fp32 partial row, summed after), 8 without
+  // (full occupancy; nothing to sum). AIR_TRAIN_RMS_BWD_BLOCKS=<n> overrides both (the bench's comparisons).
+  const bool want_dw = dweight.defined();
+  static const int env_blocks = [] {
+    const char* v = std::getenv("AIR_TRAIN_RMS_BWD_BLOCKS");
+    return v && *v ? std::max(1, std::atoi(v)) : 0;
+  }();
+  const int per_sm = env_blocks ? env_blocks : (want_dw ? 2 : 8);
+  const int blocks = static_cast<int>(std::min<int64_t>(
+      N, static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * per_sm));
   const RmsBwdStrides ld{dy.stride(0), direct ? out.stride(0) : H, residual.defined() ? residual.stride(0) : H};
-  rms_bwd_kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      cptr(dy), cptr(x), cptr(weight), rstd.data_ptr<float>(), mptr(dx), partial.data_ptr<float>(), N,
-      static_cast<int>(H), residual.defined() ? cptr(residual) : nullptr, amax_ptr(amax), ld);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  dweight.add_(partial.sum(0).to(dweight.scalar_type()));
+  if (want_dw) {
+    at::Tensor partial = at::empty({blocks, H}, x.options().dtype(at::kFloat));
+    rms_bwd_kernel<true><<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        cptr(dy), cptr(x), cptr(weight), rstd.data_ptr<float>(), mptr(dx), partial.data_ptr<float>(), N,
+        static_cast<int>(H), residual.defined() ? cptr(residual) : nullptr, amax_ptr(amax), ld);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    dweight.add_(partial.sum(0).to(dweight.scalar_type()));
+  } else {
+    rms_bwd_kernel<false><<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        cptr(dy), cptr(x), cptr(weight), rstd.data_ptr<float>(), mptr(dx), nullptr, N, static_cast<int>(H),
+        residual.defined() ? cptr(residual) : nullptr, amax_ptr(amax), ld);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
   if (out.defined() && !direct) return out.copy_(dx);
   return dx;
 }

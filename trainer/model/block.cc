@@ -136,7 +136,7 @@ fp8::Quantized quantize_input(const at::Tensor& x, const Fp8Block* q, const at::
 // its producer (or undefined).
 at::Tensor linear_fwd(const at::Tensor& x, const at::Tensor& w, const fp8::Weight* qw, const Fp8Block* q,
                       const at::Tensor& residual, fp8::Operand* keep_t, const at::Tensor& amax = {}) {
-  if (!qw) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
+  if (!qw) return ops::gemm(x, w.t(), residual);  // the residual read by the GEMM (no copy into y first)
   fp8::Quantized xq = quantize_input(x, q, amax, /*cols=*/keep_t != nullptr);
   at::Tensor y = fp8::mm_nt(xq.rows, qw->rows, x.scalar_type(), /*fast_accum=*/true);
   if (keep_t) *keep_t = std::move(xq.cols);

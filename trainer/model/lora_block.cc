@@ -66,7 +66,7 @@ at::Tensor dropped(const at::Tensor& x, const LoraBlock& b, const LoraGroup& g, 
 
 // x A^T [N, k r]: one GEMM for the group, or with dropout one per module (each its own mask).
 at::Tensor adapter_in(const at::Tensor& x, const LoraBlock& b, const LoraGroup& g) {
-  if (b.dropout <= 0) return at::mm(x, g.A.t());
+  if (b.dropout <= 0) return ops::gemm(x, g.A.t());
   const int64_t r = b.r, k = g.A.size(0) / r;
   at::Tensor t = at::empty({x.size(0), k * r}, x.options());
   for (int64_t j = 0; j < k; ++j) t.narrow(1, j * r, r).copy_(at::mm(dropped(x, b, g, j), g.A.narrow(0, j * r, r).t()));
@@ -76,7 +76,7 @@ at::Tensor adapter_in(const at::Tensor& x, const LoraBlock& b, const LoraGroup& 
 // dA += d(xA^T)^T x (with dropout: the dropped input of each module, its mask drawn again).
 void adapter_grad_a(const at::Tensor& dxa, const at::Tensor& x, const LoraBlock& b, const LoraGroup& g) {
   if (b.dropout <= 0) {
-    g.gA.addmm_(dxa.t(), x);
+    ops::gemm_into(g.gA, dxa.t(), x, g.gA);
     return;
   }
   const int64_t r = b.r, k = g.A.size(0) / r;
@@ -113,7 +113,7 @@ int64_t lora_grad_room(const LoraBlock& a) { return a.down.wn.defined() ? a.down
 at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::Tensor& residual, const LoraBlock& b,
                            const LoraGroup& g, at::Tensor* xa, at::Tensor* xs, const at::Tensor& xcat) {
   if (xs) *xs = x;
-  if (!g.defined()) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
+  if (!g.defined()) return ops::gemm(x, w.t(), residual);
   if (g.wk.defined()) {
     // [x | x A^T] @ [W | s B]^T: the low-rank product is added inside the base GEMM's reduction. x is already
     // the left part of xcat when its producer wrote it there; x A^T is written straight into the right part.
@@ -128,17 +128,17 @@ at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::T
     }
     at::Tensor t = cat.narrow(1, in, kr);
     if (b.dropout <= 0) {
-      at::mm_out(t, x, g.A.t());
+      ops::gemm_into(t, x, g.A.t());
     } else {
       t.copy_(adapter_in(x, b, g));
     }
     if (xa) *xa = t;
     if (xs) *xs = cat.narrow(1, 0, in);
-    return residual.defined() ? at::addmm(residual, cat, g.wk.t()) : at::mm(cat, g.wk.t());
+    return residual.defined() ? ops::gemm(cat, g.wk.t(), residual) : at::mm(cat, g.wk.t());
   }
   at::Tensor t = adapter_in(x, b, g);
-  at::Tensor y = residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
-  y.addmm_(t, g.B.t());
+  at::Tensor y = ops::gemm(x, w.t(), residual);
+  ops::gemm_into(y, t, g.B.t(), y);
   if (xa) *xa = t;
   return y;
 }
@@ -165,17 +165,17 @@ at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::
       dcat_n.narrow(1, 0, out).copy_(dy);
     }
     dxa = dcat_n.narrow(1, out, kr);
-    at::mm_out(dxa, dy, g.B);
+    ops::gemm_into(dxa, dy, g.B);
   } else if (need_dx && g.wk.defined() && g.wk_dgrad) {
     at::Tensor dcat = aligned_empty(dy.size(0), in + kr, g.align, dy.options());
     at::mm_out(dcat, dy, g.wk);  // [dy W | dy s B]: one pass over dy
     dx = dcat.narrow(1, 0, in);
     dxa = dcat.narrow(1, in, kr);
   } else {
-    dxa = at::mm(dy, g.B);
+    dxa = ops::gemm(dy, g.B);
     if (need_dx && (!g.wn.defined() || b.dropout > 0)) dx = at::mm(dy, w);
   }
-  for (const auto& p : g.parts) p.gB.addmm_(dy.narrow(1, p.row, p.rows).t(), xa.narrow(1, p.col, r), 1, s);
+  for (const auto& p : g.parts) ops::gemm_into(p.gB, dy.narrow(1, p.row, p.rows).t(), xa.narrow(1, p.col, r), p.gB, s, 1);
   adapter_grad_a(dxa, x, b, g);
   if (!need_dx) return dx;
   if (b.dropout > 0) {
@@ -186,7 +186,8 @@ at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::
   }
   // [dy | d(xa)] @ [W ; A]: dy W + d(xa) A written once.
   if (dcat_n.defined()) return at::mm(dcat_n, g.wn);
-  return dx.addmm_(dxa, g.A);
+  ops::gemm_into(dx, dxa, g.A, dx);
+  return dx;
 }
 
 const char* lora_parent(const std::string& module) {
@@ -384,7 +385,7 @@ at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBl
 }
 
 at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
-                          LoraSaved& s, const at::Tensor& dout, const AttnPlan& plan, const at::Tensor& norm_scratch,
+                          LoraSaved& s, const at::Tensor& dout, const AttnPlan& plan,
                           bool need_dh, bool dout_wide) {
   if (s.empty()) throw Error("lora_block_bwd: the block's activations were not saved");
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
@@ -396,7 +397,7 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   at::Tensor dyn = lora_linear_bwd(dgu, w.gu, b.yn, s.xa_gu, a, a.gu);
   dgu = b.yn = s.xa_gu = at::Tensor();
   // The residual's gradient is added inside the norm's backward (one pass, not a separate add).
-  at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, w.ln2, b.rstd2, norm_scratch, dout);
+  at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, w.ln2, b.rstd2, {}, dout);
   dyn = at::Tensor();
   at::Tensor dattn = lora_linear_bwd(dh1, w.o, b.attn, s.xa_o, a, a.o);
   at::Tensor dqkv = block_attention_bwd(c, dattn, plan, b);
@@ -404,7 +405,7 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   ops::rope_(dqkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/true);
   at::Tensor dxn = lora_linear_bwd(dqkv, w.qkv, b.xn, s.xa_qkv, a, a.qkv, need_dh);
   // dh written with room for the block below's down adapter columns (lora_grad_out), when that one folds.
-  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, norm_scratch, dh1, {},
+  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, {}, dh1, {},
                                               lora_grad_out(h.size(0), h.size(1), lora_grad_room(a), a.down.align, h.options()))
                           : at::Tensor();
   s.clear();
@@ -429,7 +430,7 @@ int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64
 }
 
 HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
-                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows,
+                          const at::Tensor& targets, double scale, int64_t chunk_rows,
                           const at::Tensor& dh_out) {
   const int64_t N = h.size(0);
   auto [hn, rstd] = ops::rms_norm_fwd(h, norm_w, c.rms_norm_eps);
@@ -443,7 +444,7 @@ HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::T
     at::Tensor dx = dhn.narrow(0, start, n);
     at::mm_out(dx, dlogits, head_w);
   }
-  at::Tensor dh = ops::rms_norm_bwd(dhn, h, norm_w, rstd, norm_scratch, {}, {}, dh_out);
+  at::Tensor dh = ops::rms_norm_bwd(dhn, h, norm_w, rstd, {}, {}, {}, dh_out);
   return {loss, dh};
 }
 

@@ -122,14 +122,14 @@ struct LoraSaved {
 at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
                           const AttnPlan& plan, LoraSaved* saved);
 // The backward: adds the adapters' gradients into a's gradient views, frees `saved`, returns dh. The base
-// gets no gradient; `norm_scratch` (fp32 [H]) absorbs the frozen norm weights' gradients (never read).
+// gets no gradient (the frozen norms' weight gradients are not computed either).
 // need_dh false (the first block: the embeddings are frozen): dh is not computed (undefined), which saves
 // the q/k/v input-gradient GEMM and the first norm's backward.
 // dout_wide: the caller's promise that dout's rows have room for the down adapters' k r more columns, which
 // nothing else reads (dout is the left part of a lora_grad_out buffer): the folded down backward then writes
 // d(x A^T) there instead of copying dout. The returned dh is such a buffer when down folds.
 at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBlock& a, const at::Tensor& h,
-                          LoraSaved& saved, const at::Tensor& dout, const AttnPlan& plan, const at::Tensor& norm_scratch,
+                          LoraSaved& saved, const at::Tensor& dout, const AttnPlan& plan,
                           bool need_dh = true, bool dout_wide = false);
 // One adapted linear of the block alone (what lora_block_fwd / _bwd run per group; exposed for tests):
 // y = x W^T (+ residual) + s sum_j (drop_j(x) A_j^T) B_j^T. The forward sets *xa to x A^T (with dropout:
@@ -157,7 +157,7 @@ int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64
 // Final norm, frozen LM head and cross-entropy (no weight gradients), in row chunks: the summed loss and dh.
 // dh_out: where dh goes (lora_grad_out, for the top block's dout_wide), or undefined.
 HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
-                          const at::Tensor& targets, double scale, const at::Tensor& norm_scratch, int64_t chunk_rows,
+                          const at::Tensor& targets, double scale, int64_t chunk_rows,
                           const at::Tensor& dh_out = {});
 
 // PEFT's initialisation into a block's fp32 adapter tensors (lora_block_params order): A kaiming-uniform

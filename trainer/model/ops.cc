@@ -4,12 +4,15 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #ifndef AIR_TRAIN_CUDA_KERNELS
 #define AIR_TRAIN_CUDA_KERNELS 0
 #endif
 
 #if AIR_TRAIN_CUDA_KERNELS
+#include "trainer/cuda/gemm_cuda.h"
 #include "trainer/cuda/ops_cuda.h"
 #endif
 
@@ -63,6 +66,36 @@ void adamw_step_(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& 
   v.copy_(vf);
 }
 
+void gemm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha,
+               double beta) {
+  const bool has_c = c.defined() && beta != 0;
+#if AIR_TRAIN_CUDA_KERNELS
+  auto env_is = [](const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == value;
+  };
+  static const bool aten = env_is("AIR_TRAIN_GEMM", "aten");
+  static const cuda::GemmPick pick = env_is("AIR_TRAIN_GEMM_TUNE", "0") ? cuda::GemmPick::heuristic : cuda::GemmPick::tuned;
+  if (!aten && kernels_for(out) &&
+      cuda::gemm_lt(out, a, b, has_c ? c : at::Tensor(), static_cast<float>(alpha), has_c ? static_cast<float>(beta) : 0.f,
+                    pick))
+    return;
+#endif
+  if (!has_c) {
+    at::addmm_out(const_cast<at::Tensor&>(out), out, a, b, /*beta=*/0, alpha);  // beta 0: out's contents are not read
+  } else if (c.is_same(out)) {
+    const_cast<at::Tensor&>(out).addmm_(a, b, beta, alpha);
+  } else {
+    at::addmm_out(const_cast<at::Tensor&>(out), c, a, b, beta, alpha);
+  }
+}
+
+at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+  at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options());
+  gemm_into(out, a, b, c);
+  return out;
+}
+
 bool have_cuda_kernels() { return AIR_TRAIN_CUDA_KERNELS != 0; }
 void set_use_cuda_kernels(bool on) { g_use_kernels = on; }
 
@@ -90,7 +123,7 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Ten
   at::Tensor r = rstd.unsqueeze(-1);
   at::Tensor n = x.to(at::kFloat) * r;
   at::Tensor dyf = dy.to(at::kFloat);
-  dweight.add_((dyf * n.to(x.scalar_type()).to(at::kFloat)).sum(0).to(dweight.scalar_type()));
+  if (dweight.defined()) dweight.add_((dyf * n.to(x.scalar_type()).to(at::kFloat)).sum(0).to(dweight.scalar_type()));
   at::Tensor dn = dyf * weight.to(at::kFloat);
   at::Tensor dx = (r * (dn - n * (dn * n).mean(-1, true))).to(x.scalar_type());
   if (residual.defined()) dx.add_(residual);

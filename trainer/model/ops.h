@@ -23,7 +23,7 @@ namespace air::train::ops {
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, const at::Tensor& weight, double eps,
                                                 const at::Tensor& amax = {}, const at::Tensor& out = {});
 // Given dy, returns dx (x's dtype; `out` when given) and adds the weight gradient into dweight (fp32 or
-// weight's dtype, [H]). With `residual` ([N, H], x's dtype) returns dx + residual (rounded once to x's dtype,
+// weight's dtype, [H]; undefined: a frozen weight, whose gradient is not computed). With `residual` ([N, H], x's dtype) returns dx + residual (rounded once to x's dtype,
 // then the add rounded again: the same values as a separate add). dy and residual may have strided rows
 // (as `out`): they are read in place.
 at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& rstd,
@@ -61,6 +61,16 @@ void adamw_step_(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& 
                  double beta2, double weight_decay, double eps, int64_t step, const at::Tensor& grad_mul = {});
 // Whether adamw_step_ takes the fused kernel for these tensors.
 bool adamw_kernel_for(const at::Tensor& p, const at::Tensor& g, const at::Tensor& m, const at::Tensor& v);
+
+// out = alpha * a @ b + beta * c (2-D; c undefined or beta 0: no c); c may be out itself (accumulating in
+// place). bf16 CUDA tensors go through cuBLASLt (trainer/cuda/gemm_cuda.h: c is read by the GEMM, not copied
+// into out first, and the algorithm of each shape is the fastest of the heuristic's candidates, timed once);
+// elsewhere, and with AIR_TRAIN_GEMM=aten, ATen's addmm (the reference). AIR_TRAIN_GEMM_TUNE=0: the heuristic's
+// first algorithm instead of the timed one (the comparison in docs/performance.md).
+void gemm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c = {},
+               double alpha = 1, double beta = 1);
+// a @ b (+ c) in a new tensor (a's dtype and device).
+at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c = {});
 
 // Whether CUDA tensors take our fused kernels (a CUDA build with trainer/cuda compiled in).
 bool have_cuda_kernels();

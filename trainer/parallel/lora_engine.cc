@@ -83,7 +83,6 @@ class LoraEngine : public Engine {
     // AIR_TRAIN_LORA_FOLD=0: the adapters as separate GEMMs beside the base's (the comparison in
     // docs/performance.md); the same math.
     if (const char* f = std::getenv("AIR_TRAIN_LORA_FOLD"); f && std::string(f) == "0") fold_ = false;
-    norm_scratch_ = at::zeros({c.hidden_size}, embed_.options().dtype(at::kFloat));
     chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, c.vocab_size));
 
     FsdpConfig fc;
@@ -157,7 +156,7 @@ class LoraEngine : public Engine {
     // dh with room for the top block's down adapter columns (the folded down backward writes them in place).
     const int64_t room = fold_ && lc_.targets("down_proj") ? lc_.r : 0;
     const at::Tensor dh_out = lora_grad_out(N, c.hidden_size, room, align_, h.options());
-    HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, norm_scratch_, chunk_rows_, dh_out);
+    HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, chunk_rows_, dh_out);
     h = at::Tensor();
     at::Tensor dh = head.dh;
     for (size_t l = L; l-- > 0;) {
@@ -169,7 +168,7 @@ class LoraEngine : public Engine {
       const BlockView& w = base_view(l).w;
       if (recompute_[l]) lora_block_fwd(c, w, a, inputs[l], plan, &saved_[l]);
       // The embeddings are frozen: the first block's input gradient is never needed.
-      dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, norm_scratch_, /*need_dh=*/l > 0,
+      dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, /*need_dh=*/l > 0,
                           /*dout_wide=*/lora_grad_room(a) > 0);
       inputs[l] = at::Tensor();
       fsdp_->reduce_grad(l);
@@ -405,7 +404,7 @@ class LoraEngine : public Engine {
   LoraConfig lc_;
   std::unique_ptr<Dist> dist_;
   Rope rope_;
-  at::Tensor embed_, norm_, head_, norm_scratch_;
+  at::Tensor embed_, norm_, head_;
   std::vector<at::Tensor> base_;  // per block: the frozen weights, flat in lora_base_view's layout (sharded:
                                   // this rank's slice of base_padded_ elements)
   std::vector<LoraBaseView> views_;  // whole base: views of base_

@@ -86,3 +86,35 @@ TEST_CASE("ops: adamw_step_ on bf16 state rounds each stored value once") {
   REQUIRE(at::equal(v, bf(vf)));
   REQUIRE(at::equal(p, bf(pf)));
 }
+
+// ops::gemm_into / gemm (the block's and LoRA's GEMMs; on the GPU through cuBLASLt, checked against this ATen
+// path by air-train-check --kernels): alpha and beta, c read and left alone, c as the output itself, no c, and
+// strided views (transposed operands, the left columns of a wider output).
+TEST_CASE("ops: gemm_into computes alpha a b + beta c without touching c, in place and into strided views") {
+  at::manual_seed(5);
+  const at::Tensor a = at::randn({7, 5}, at::kDouble), b = at::randn({5, 3}, at::kDouble),
+                   c = at::randn({7, 3}, at::kDouble);
+  const at::Tensor ab = at::mm(a, b);
+  // No c: out's old contents (NaN here) must not leak in.
+  at::Tensor out = at::full({7, 3}, NAN, at::kDouble);
+  ops::gemm_into(out, a, b, {}, 2.0);
+  REQUIRE(at::allclose(out, 2 * ab));
+  // c beside out: out = 0.5 ab + 3 c; c unchanged.
+  const at::Tensor c0 = c.clone();
+  ops::gemm_into(out, a, b, c, 0.5, 3.0);
+  REQUIRE(at::allclose(out, 0.5 * ab + 3 * c0));
+  REQUIRE(at::equal(c, c0));
+  // c is out: accumulate in place (the adapters' gradients).
+  at::Tensor acc = c.clone();
+  ops::gemm_into(acc, a, b, acc, 0.25, 1.0);
+  REQUIRE(at::allclose(acc, c0 + 0.25 * ab));
+  // Transposed operands and a strided output (the left columns of a wider buffer; the rest untouched).
+  at::Tensor at_ = a.t().contiguous(), wide = at::full({7, 8}, 9.0, at::kDouble);
+  at::Tensor left = wide.narrow(1, 0, 3);
+  ops::gemm_into(left, at_.t(), b.t().contiguous().t());
+  REQUIRE(at::allclose(left, ab));
+  REQUIRE((wide.narrow(1, 3, 5) == 9.0).all().item<bool>());
+  // gemm: a new tensor, with and without c.
+  REQUIRE(at::allclose(ops::gemm(a, b), ab));
+  REQUIRE(at::allclose(ops::gemm(a, b, c), ab + c0));
+}

@@ -161,11 +161,10 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
         REQUIRE(a.down.wn.defined() == has({"down_proj"}));
       }
       AttnPlan plan = make_attn_plan(c, rope.inv_freq(), pos, seg, at::kFloat, at::kCPU);
-      at::Tensor scratch = at::zeros({H});
       LoraSaved saved;
       at::Tensor out = lora_block_fwd(c, w, a, h, plan, &saved);
       check_close(out, out_ref.detach(), 1e-5, "block output");
-      at::Tensor dh = lora_block_bwd(c, w, a, h, saved, dout, plan, scratch);
+      at::Tensor dh = lora_block_bwd(c, w, a, h, saved, dout, plan);
       REQUIRE(saved.empty());
       check_close(dh, grads[0], 1e-4, "input gradient");
       std::vector<at::Tensor> want;
@@ -184,7 +183,7 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
       // Recomputation (a forward without saving, then one with) and accumulation add up.
       lora_block_fwd(c, w, a, h, plan, nullptr);
       lora_block_fwd(c, w, a, h, plan, &saved);
-      lora_block_bwd(c, w, a, h, saved, dout, plan, scratch);
+      lora_block_bwd(c, w, a, h, saved, dout, plan);
       check_close(gflat, 2 * at::cat(want), 1e-4, "accumulated adapter gradients");
 
       // The engine's wide gradients (lora_grad_out): dout the left part of a buffer whose extra columns hold
@@ -199,14 +198,14 @@ TEST_CASE("lora: the block's forward and backward equal autograd through the mer
         wide.copy_(dout);
         gflat.zero_();
         lora_block_fwd(c, w, a, h, plan, &saved);
-        at::Tensor dh2 = lora_block_bwd(c, w, a, h, saved, wide, plan, scratch, true, /*dout_wide=*/true);
+        at::Tensor dh2 = lora_block_bwd(c, w, a, h, saved, wide, plan, true, /*dout_wide=*/true);
         check_close(dh2, grads[0], 1e-4, "input gradient from a wide dout");
         check_close(gflat, at::cat(want), 1e-4, "adapter gradients from a wide dout");
         REQUIRE(dh2.stride(0) >= H + room);
         REQUIRE(at::equal(wide, dout));  // dout's own columns are only read
         // Without room, the promise is refused rather than writing past dout's rows.
         lora_block_fwd(c, w, a, h, plan, &saved);
-        REQUIRE_THROWS_AS(lora_block_bwd(c, w, a, h, saved, dout, plan, scratch, true, true), air::Error);
+        REQUIRE_THROWS_AS(lora_block_bwd(c, w, a, h, saved, dout, plan, true, true), air::Error);
       }
     }
 }
@@ -281,16 +280,16 @@ TEST_CASE("lora: dropout on the adapter input, one mask per module, equals autog
     Rope rope(c, at::kCPU);
     at::Tensor pos = at::arange(10, at::kLong).unsqueeze(0).repeat({2, 1});
     AttnPlan plan = make_attn_plan(c, rope.inv_freq(), pos, at::Tensor(), at::kFloat, at::kCPU);
-    at::Tensor h = at::randn({20, H}), dout = at::randn({20, H}), scratch = at::zeros({H});
+    at::Tensor h = at::randn({20, H}), dout = at::randn({20, H});
     gflat.zero_();
     LoraSaved saved;
     at::Tensor out = lora_block_fwd(c, fview.w, a, h, plan, &saved);
-    at::Tensor dh = lora_block_bwd(c, fview.w, a, h, saved, dout, plan, scratch);
+    at::Tensor dh = lora_block_bwd(c, fview.w, a, h, saved, dout, plan);
     at::Tensor once = gflat.clone();
     REQUIRE(once.abs().max().item<double>() > 0);
     REQUIRE(at::equal(lora_block_fwd(c, fview.w, a, h, plan, nullptr), out));
     lora_block_fwd(c, fview.w, a, h, plan, &saved);
-    REQUIRE(at::equal(lora_block_bwd(c, fview.w, a, h, saved, dout, plan, scratch), dh));
+    REQUIRE(at::equal(lora_block_bwd(c, fview.w, a, h, saved, dout, plan), dh));
     check_close(gflat, 2 * once, 1e-6, "accumulated adapter gradients");
     LoraBlock other = a;
     other.dropout_seed = 78;
