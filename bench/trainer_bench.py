@@ -21,6 +21,12 @@ dropout=P (with lora: lora.dropout P),
 atengemm (AIR_TRAIN_GEMM=aten: the residual-fused and LoRA adapter GEMMs through ATen's addmm instead of cuBLASLt),
 notune (AIR_TRAIN_GEMM_TUNE=0: cuBLASLt's first heuristic algorithm instead of the one timed fastest per shape),
 rmsblocks=N (AIR_TRAIN_RMS_BWD_BLOCKS=N: the RMSNorm backward kernel's blocks per SM),
+baseaten (with lora: AIR_TRAIN_LORA_BASE_LT=0, the frozen base's GEMMs without a residual through at::mm instead of
+ops::gemm's timed choice between cuBLASLt's algorithms and at::mm; baselt: the default, named for the table),
+addlast (with lora: AIR_TRAIN_LORA_SUM_FIRST=0, o's and down's low-rank product added after the base GEMM instead of
+summed with the residual before it),
+unfusedrope (AIR_TRAIN_ROPE_FROM_HEADS=0: the attention's q/k/v gradients copied into rows, then RoPE's inverse in place,
+instead of one kernel doing both),
 addgrads (AIR_TRAIN_WRITE_GRADS=0: the step's first micro-batch adds the weight gradients into zeroed buffers instead
 of writing them, the way before 2026-12-04's change),
 outside=K (also time steps from outside the process: after this run as a warm-up, the same run again and one of
@@ -132,6 +138,12 @@ def run(args, spec, work):
         env["AIR_TRAIN_GEMM"] = "aten"
     if "notune" in opts:  # cuBLASLt's first heuristic algorithm, not the timed one (trainer/cuda/gemm_cuda.h)
         env["AIR_TRAIN_GEMM_TUNE"] = "0"
+    if "baseaten" in opts:  # with lora: the base's GEMMs through at::mm, not ops::gemm's timed choice
+        env["AIR_TRAIN_LORA_BASE_LT"] = "0"
+    if "addlast" in opts:  # with lora: the residual copied, base GEMM, then the low-rank product added
+        env["AIR_TRAIN_LORA_SUM_FIRST"] = "0"
+    if "unfusedrope" in opts:  # three copies and an in-place rotation instead of ops::rope_from_heads' kernel
+        env["AIR_TRAIN_ROPE_FROM_HEADS"] = "0"
     rmsb = next((o[10:] for o in opts if o.startswith("rmsblocks=")), None)
     if rmsb:  # the RMSNorm backward's blocks per SM (trainer/cuda/ops_cuda.cu)
         env["AIR_TRAIN_RMS_BWD_BLOCKS"] = rmsb

@@ -1,12 +1,15 @@
 // air-train-check: runs our model on token ids from a safetensors file and writes logits, loss and
 // gradients (and optionally a checkpoint after one AdamW step), so scripts/gpu/check_hf.py can compare
 // them with transformers. Not part of training; a measuring instrument for docs/gpu-checks.md.
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <ATen/core/grad_mode.h>
 #include <torch/version.h>
@@ -121,6 +124,60 @@ int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const 
 #else
 #define AIR_CHECK_FUSED_ADAMW 0
 #endif
+
+// --gemm-speed: the 8B block's large GEMMs (LoRA's folded layouts, rows aligned to 64 elements, and the plain
+// ones) timed through at::mm (cuBLAS's heuristic) and ops::gemm_into (per shape the faster of cuBLASLt's timed
+// algorithms and at::mm, chosen at its first call): ms and TFLOP/s of each, the median of 20 runs after the first.
+int run_gemm_speed() {
+  if (!ops::have_cuda_kernels()) {
+    std::cout << "gemm-speed: this build has no CUDA kernels\n";
+    return 1;
+  }
+  at::manual_seed(0);
+  const auto bf = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const int64_t N = 4096, H = 4096, I = 14336, W = 6144, ld = 4160;
+  auto strided = [&](int64_t rows, int64_t cols, int64_t stride) {
+    return (at::randn({rows, stride}, bf) * 0.02).narrow(1, 0, cols);
+  };
+  struct Case {
+    const char* what;
+    at::Tensor a, b;
+  };
+  std::vector<Case> cases = {
+      {"lora qkv forward [x | xA] @ [W | sB]^T", strided(N, H + 48, ld), strided(W, H + 48, ld).t()},
+      {"lora gate/up forward", strided(N, H + 32, ld), strided(2 * I, H + 32, ld).t()},
+      {"lora gate/up input gradient dy @ [W | sB]", at::randn({N, 2 * I}, bf), strided(2 * I, H + 32, ld)},
+      {"lora qkv input gradient", at::randn({N, W}, bf), strided(W, H + 48, ld)},
+      {"lora down input gradient [dy | dxa] @ [W ; A]", strided(N, H + 16, ld), at::randn({H + 16, I}, bf) * 0.02},
+      {"o input gradient dy @ W", at::randn({N, H}, bf), at::randn({H, H}, bf) * 0.02},
+      {"gate/up forward x @ W^T", at::randn({N, H}, bf), (at::randn({2 * I, H}, bf) * 0.02).t()},
+      {"down forward a @ W^T", at::randn({N, I}, bf), (at::randn({H, I}, bf) * 0.02).t()},
+  };
+  const at::Device dev(at::kCUDA);
+  auto median_ms = [&](const std::function<void()>& fn) {
+    fn();
+    std::vector<double> ms;
+    for (int i = 0; i < 20; ++i) {
+      synchronize(dev);
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      synchronize(dev);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  for (const Case& c : cases) {
+    at::Tensor out = at::empty({c.a.size(0), c.b.size(1)}, bf);
+    const double flop = 2.0 * static_cast<double>(c.a.size(0)) * c.a.size(1) * c.b.size(1);
+    const double t_aten = median_ms([&] { at::mm_out(out, c.a, c.b); });
+    const double t_lt = median_ms([&] { ops::gemm_into(out, c.a, c.b); });
+    std::cout << "gemm-speed: " << c.what << " [" << c.a.size(0) << " x " << c.a.size(1) << " x " << c.b.size(1)
+              << "]: at::mm " << t_aten << " ms (" << flop / t_aten / 1e9 << " TFLOP/s), ops::gemm's timed choice " << t_lt
+              << " ms (" << flop / t_lt / 1e9 << " TFLOP/s), ratio " << t_aten / t_lt << "\n";
+  }
+  return 0;
+}
 
 // --kernels: our fused CUDA kernels against the ATen reference path on random bf16 data of the 8B block's
 // sizes; prints the relative error of each and fails past bf16 rounding.
@@ -237,6 +294,18 @@ int run_kernel_check() {
                          (wide_k.narrow(1, 0, H) == 5.0).all().item<bool>();
     std::cout << "kernels: gemm into strided columns, the rest untouched " << (cols_ok ? "ok" : "FAIL") << "\n";
     ok = ok && cols_ok;
+    {  // LoRA's o/down forward: residual + (x A^T)(s B)^T into a new tensor (K = 16, C beside D), residual untouched
+      const at::Tensor res0 = res.clone(), xa16 = at::randn({N, 16}, bf);
+      at::Tensor yk = at::empty({N, H}, bf), yr = at::empty({N, H}, bf);
+      ops::gemm_into(yk, xa16, Bq.t(), res);
+      ops::set_use_cuda_kernels(false);
+      ops::gemm_into(yr, xa16, Bq.t(), res);
+      ops::set_use_cuda_kernels(true);
+      report("gemm residual + xa (s B)^T (K 16, C beside D)", yk, yr, 1e-2);
+      const bool same = at::equal(res, res0);
+      std::cout << "kernels: gemm with C beside D leaves C untouched " << (same ? "ok" : "FAIL") << "\n";
+      ok = ok && same;
+    }
     at::Tensor dxa = at::randn({N, 48}, bf), gA = at::randn({48, H}, bf) * 0.01;
     gemm_case("gemm dA += d(xA)^T x (in place)", gA.clone(), gA.clone(), dxa.t(), x, true, 1);
     at::Tensor gB = at::randn({1024, 16}, bf) * 0.01;
@@ -257,6 +326,36 @@ int run_kernel_check() {
       return t;
     });
     report(inverse ? "rope inverse" : "rope forward", rp.first, rp.second, 1e-2);
+  }
+  // rope_from_heads (the attention backward's three gradients gathered into [N, W] rows, RoPE's inverse on the
+  // way): the same bits as copying them into rows and then rope_ with our kernel, from head-major tensors (as
+  // cuDNN returns them) and from token-major views; and its amax.
+  {
+    const int64_t B = 4, T = N / 4;
+    at::Tensor cosN = cos, sinN = sin;
+    for (bool token_major : {false, true}) {
+      auto make = [&](int64_t heads) {
+        return token_major ? at::randn({B, T, heads, hd}, bf).transpose(1, 2) : at::randn({B, heads, T, hd}, bf);
+      };
+      at::Tensor dq = make(nh), dk = make(nkv), dv = make(nkv);
+      at::Tensor want = at::empty({N, (nh + 2 * nkv) * hd}, bf);
+      int64_t off = 0;
+      for (const at::Tensor* p : {&dq, &dk, &dv}) {
+        want.narrow(1, off, p->size(1) * hd).view({B, T, p->size(1), hd}).transpose(1, 2).copy_(*p);
+        off += p->size(1) * hd;
+      }
+      at::Tensor am_want = at::zeros({1}, bf.dtype(at::kFloat)), am_got = at::zeros({1}, bf.dtype(at::kFloat));
+      ops::rope_(want, cosN, sinN, nh, nkv, hd, /*inverse=*/true, am_want);
+      at::Tensor got = ops::rope_from_heads(dq, dk, dv, cosN, sinN, /*inverse=*/true, am_got);
+      ops::set_use_cuda_kernels(false);
+      at::Tensor ref = ops::rope_from_heads(dq, dk, dv, cosN, sinN, /*inverse=*/true);
+      ops::set_use_cuda_kernels(true);
+      report(token_major ? "rope_from_heads (token-major views) vs ATen" : "rope_from_heads vs ATen", got, ref, 1e-2);
+      const bool same = at::equal(got, want) && at::equal(am_got, am_want);
+      std::cout << "kernels: rope_from_heads" << (token_major ? " (token-major views)" : "")
+                << " = copy + rope_, same bits and amax " << (same ? "ok" : "FAIL") << "\n";
+      ok = ok && same;
+    }
   }
   at::Tensor logits = at::randn({1024, 128256}, bf) * 3, tgt = at::randint(128256, {1024}, bf.dtype(at::kLong));
   tgt.narrow(0, 0, 100).fill_(-100);
@@ -384,6 +483,7 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   try {
     if (argc == 2 && std::string(argv[1]) == "--kernels") return run_kernel_check();
+    if (argc == 2 && std::string(argv[1]) == "--gemm-speed") return run_gemm_speed();
     if (argc == 2 && std::string(argv[1]) == "--fp8") return fp8::run_gpu_check(std::cout);
     return run(parse(argc, argv));
   } catch (const air::Error& e) {

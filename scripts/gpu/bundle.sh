@@ -28,7 +28,7 @@ cp "$air" "$stage/air/bin/air"
 strip "$stage/air/bin/air"
 # Every library the loader resolves, except the C runtime the GPU image has (a newer one); libcurl is
 # loaded on air's first request (dlopen, core/client/curl_api.cc), so it and its own libraries are added.
-curl_lib=$(ldconfig -p | awk '/libcurl.so.4 .*x86-64/ {print $NF; exit}')
+curl_lib=$(ldconfig -p | awk '/libcurl.so.4 .*x86-64/ && !f {print $NF; f = 1}')
 [ -n "$curl_lib" ] || { echo "bundle.sh: libcurl.so.4 is missing (bash scripts/setup)" >&2; exit 1; }
 { ldd "$air"; echo "libcurl.so.4 => $curl_lib (0)"; ldd "$curl_lib"; } | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
@@ -37,7 +37,7 @@ curl_lib=$(ldconfig -p | awk '/libcurl.so.4 .*x86-64/ {print $NF; exit}')
   esac
 done
 # The trainer's Parquet reader needs snappy, which the GPU image lacks (e2e.sh links it from here).
-cp -L "$(ldconfig -p | awk '/libsnappy.so.1 .*x86-64/ {print $NF; exit}')" "$stage/air/lib/"
+cp -L "$(ldconfig -p | awk '/libsnappy.so.1 .*x86-64/ && !f {print $NF; f = 1}')" "$stage/air/lib/"
 patchelf --set-rpath '$ORIGIN/../lib' "$stage/air/bin/air"
 for f in "$stage"/air/lib/*.so*; do
   chmod u+w "$f"
@@ -47,7 +47,7 @@ done
 # The check the GPU machine makes: runs with an empty environment, libraries only from the bundle.
 env -i "$stage/air/bin/air" --version >/dev/null
 if env -i LD_DEBUG=libs "$stage/air/bin/air" --version 2>&1 | grep "calling init:" |
-    grep -v -E "$stage/air/|/libc\.so|/libm\.so|/libstdc\+\+|/libgcc_s|/libresolv|ld-linux" | grep -q .; then
+    grep -v -E "$stage/air/|/libc\.so|/libm\.so|/libstdc\+\+|/libgcc_s|/libresolv|ld-linux" | grep . >/dev/null; then
   echo "bundle.sh: air loads a library from outside the bundle:" >&2
   env -i LD_DEBUG=libs "$stage/air/bin/air" --version 2>&1 | grep "calling init:" >&2
   exit 1

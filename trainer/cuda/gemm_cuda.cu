@@ -90,6 +90,7 @@ struct Plan {
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr, ld = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
+  bool aten = false;  // ATen's GEMM (cuBLAS's own choice) timed faster than every cuBLASLt candidate
 };
 
 constexpr size_t kWorkspace = size_t{32} << 20;
@@ -169,6 +170,7 @@ bool gemm_lt(const at::Tensor& d, const at::Tensor& a, const at::Tensor& b, cons
     auto it = g_plans.find(key);
     if (it != g_plans.end()) {
       plan = it->second;
+      if (plan.aten) return false;
     } else {
       check(L.desc_create(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "descriptor");
       L.desc_set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ob.op, sizeof(ob.op));
@@ -215,12 +217,35 @@ bool gemm_lt(const at::Tensor& d, const at::Tensor& a, const at::Tensor& b, cons
             found = true;
           }
         }
+        // ATen's own GEMM (what the caller falls back to) is a candidate too: cuBLAS's heuristic picks kernels
+        // cuBLASLt's list does not always hold, and at some shapes they are the faster ones.
+        {
+          const double a64 = alpha, b64 = beta;
+          auto aten_run = [&] {
+            if (!has_c) {
+              at::addmm_out(scratch, scratch, a, b, 0, a64);
+            } else if (in_place) {
+              scratch.addmm_(a, b, b64, a64);
+            } else {
+              at::addmm_out(scratch, cc, a, b, b64, a64);
+            }
+          };
+          aten_run();
+          cudaEventRecord(e0, stream);
+          for (int rep = 0; rep < 3; ++rep) aten_run();
+          cudaEventRecord(e1, stream);
+          cudaEventSynchronize(e1);
+          float ms = 0;
+          cudaEventElapsedTime(&ms, e0, e1);
+          if (!found || ms < best_ms) plan.aten = true;
+        }
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
       }
       plan.algo = cand[best].algo;
       plan.workspace = cand[best].workspaceSize;
       g_plans[key] = plan;
+      if (plan.aten) return false;
     }
   }
   check(L.matmul(at::cuda::getCurrentCUDABlasLtHandle(), plan.desc, &alpha, b.data_ptr(), plan.la, a.data_ptr(),

@@ -304,6 +304,66 @@ __global__ void rope_vec_kernel(__nv_bfloat16* __restrict__ qkv, const __nv_bflo
   if (amax) block_amax_into(m, amax);
 }
 
+// rope_from_heads: the q, k and v gradients ([B, heads, T, hd] with strides b, h, t) gathered into the rows of
+// one [N, W] buffer, the q and k heads rotated on the way with rope_vec_kernel's arithmetic (the same bits as a
+// copy and then rope_). Each thread moves 8 values of a head's first half and the matching 8 of its second.
+struct HeadSrc {
+  const __nv_bfloat16* p;
+  int64_t sb, sh, st;
+};
+__global__ void rope_from_heads_kernel(__nv_bfloat16* __restrict__ out, HeadSrc q, HeadSrc k, HeadSrc v,
+                                       const __nv_bfloat16* __restrict__ cos, const __nv_bfloat16* __restrict__ sin,
+                                       int64_t T, int64_t N, int nh, int nkv, int hd, bool inverse,
+                                       float* __restrict__ amax) {
+  const int half = hd / 2, nv = half / kVec, all_heads = nh + 2 * nkv;
+  const int64_t total = N * all_heads * nv, row_stride = static_cast<int64_t>(all_heads) * hd;
+  int m = 0;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int j = static_cast<int>(idx % nv);
+    const int64_t rh = idx / nv;
+    const int h = static_cast<int>(rh % all_heads);
+    const int64_t row = rh / all_heads, b = row / T, t = row % T;
+    const HeadSrc& s = h < nh ? q : (h < nh + nkv ? k : v);
+    const int hh = h < nh ? h : (h < nh + nkv ? h - nh : h - nh - nkv);
+    const __nv_bfloat16* src = s.p + b * s.sb + hh * s.sh + t * s.st;
+    const Vec8 x1 = reinterpret_cast<const Vec8*>(src)[j], x2 = reinterpret_cast<const Vec8*>(src + half)[j];
+    __nv_bfloat16* dst = out + row * row_stride + static_cast<int64_t>(h) * hd;
+    Vec8* pa = reinterpret_cast<Vec8*>(dst) + j;
+    Vec8* pb = reinterpret_cast<Vec8*>(dst + half) + j;
+    if (h >= nh + nkv) {  // a v head: copied, not rotated
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) m = amax_step(amax_step(m, bf(x1.v[e])), bf(x2.v[e]));
+      *pa = x1;
+      *pb = x2;
+      continue;
+    }
+    const Vec8 c1 = reinterpret_cast<const Vec8*>(cos + row * hd)[j];
+    const Vec8 c2 = reinterpret_cast<const Vec8*>(cos + row * hd + half)[j];
+    const Vec8 s1 = reinterpret_cast<const Vec8*>(sin + row * hd)[j];
+    const Vec8 s2 = reinterpret_cast<const Vec8*>(sin + row * hd + half)[j];
+    Vec8 o1, o2;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float a = bf(x1.v[e]), bb = bf(x2.v[e]);
+      float r1, r2;
+      if (!inverse) {
+        r1 = a * bf(c1.v[e]) - bb * bf(s1.v[e]);
+        r2 = bb * bf(c2.v[e]) + a * bf(s2.v[e]);
+      } else {
+        r1 = a * bf(c1.v[e]) + bb * bf(s2.v[e]);
+        r2 = bb * bf(c2.v[e]) - a * bf(s1.v[e]);
+      }
+      o1.v[e] = tobf(r1);
+      o2.v[e] = tobf(r2);
+      m = amax_step(amax_step(m, bf(o1.v[e])), bf(o2.v[e]));
+    }
+    *pa = o1;
+    *pb = o2;
+  }
+  if (amax) block_amax_into(m, amax);
+}
+
 // One block per row of logits: pass 1 finds the row's log-sum-exp online (max and scaled sum in fp32) and
 // reads the target's logit; pass 2 overwrites the row with scale * (softmax - onehot). Two reads and one
 // write of the bf16 row instead of the fp32 copies of the unfused path.
@@ -538,6 +598,32 @@ at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets_
       mptr(logits), targets.data_ptr<int64_t>(), row_loss.data_ptr<float>(), V, static_cast<float>(scale));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return row_loss.sum();
+}
+
+at::Tensor rope_from_heads(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos_in,
+                           const at::Tensor& sin_in, bool inverse, const at::Tensor& amax) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const at::Tensor* parts[] = {&dq, &dk, &dv};
+  for (const at::Tensor* t : parts)
+    if (t->dim() != 4 || t->scalar_type() != at::kBFloat16 || !t->is_cuda() || t->stride(3) != 1 ||
+        t->size(0) != dq.size(0) || t->size(2) != dq.size(2) || t->size(3) != dq.size(3) || !aligned(t->data_ptr()) ||
+        t->stride(0) % kVec != 0 || t->stride(1) % kVec != 0 || t->stride(2) % kVec != 0)
+      return {};
+  const int64_t B = dq.size(0), T = dq.size(2), hd = dq.size(3), nh = dq.size(1), nkv = dk.size(1), N = B * T;
+  if (dv.size(1) != nkv || (hd / 2) % kVec != 0 || hd % 2 != 0) return {};
+  at::Tensor cos = cos_in.contiguous().to(at::kBFloat16), sin = sin_in.contiguous().to(at::kBFloat16);
+  need(cos.numel() == N * hd && sin.numel() == N * hd, "rope_from_heads cos/sin shape");
+  if (!aligned(cos.data_ptr()) || !aligned(sin.data_ptr())) return {};
+  at::Tensor out = at::empty({N, (nh + 2 * nkv) * hd}, dq.options());
+  if (N == 0) return out;
+  auto src = [](const at::Tensor& t) { return HeadSrc{cptr(t), t.stride(0), t.stride(1), t.stride(2)}; };
+  rope_from_heads_kernel<<<grid_for(N * (nh + 2 * nkv) * (hd / 2 / kVec)), kThreads, 0,
+                           at::cuda::getCurrentCUDAStream()>>>(mptr(out), src(dq), src(dk), src(dv), cptr(cos),
+                                                               cptr(sin), T, N, static_cast<int>(nh),
+                                                               static_cast<int>(nkv), static_cast<int>(hd), inverse,
+                                                               amax_ptr(amax));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
 }
 
 void rope_(at::Tensor& qkv, const at::Tensor& cos_in, const at::Tensor& sin_in, int64_t nh, int64_t nkv, int64_t hd,

@@ -17,6 +17,9 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Ten
 at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax);
 at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax);
 at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets, double scale);
+// Undefined where the layout does not suit the kernel (ops.cc then copies and calls rope_).
+at::Tensor rope_from_heads(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
+                           const at::Tensor& sin, bool inverse, const at::Tensor& amax);
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
            bool inverse, const at::Tensor& amax);
 

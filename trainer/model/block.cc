@@ -76,7 +76,10 @@ at::Tensor attention_fwd(const Dims& d, const at::Tensor& qkv, const AttnPlan& p
   return o.detach().transpose(1, 2).reshape({N, d.q});
 }
 
-at::Tensor attention_bwd(const Dims& d, const at::Tensor& dattn, const AttnPlan& p, BlockSaved& s) {
+// Returns the gradient of the fused q/k/v projection's output before RoPE: the attention's gradients with the
+// inverse rotation applied (amax: its FP8 slot, or undefined).
+at::Tensor attention_bwd(const Dims& d, const at::Tensor& dattn, const AttnPlan& p, BlockSaved& s,
+                         const at::Tensor& amax) {
 #if AIR_HAVE_FLASH_VARLEN
   if (varlen(p)) {
     const int64_t N = dattn.size(0);
@@ -88,19 +91,19 @@ at::Tensor attention_bwd(const Dims& d, const at::Tensor& dattn, const AttnPlan&
     auto g = at::_flash_attention_backward(dattn.view({N, d.nh, d.hd}).contiguous(), q, k, v, s.attn_out, s.lse,
                                            p.cu_seqlens, p.cu_seqlens, p.max_seqlen, p.max_seqlen, 0.0, true, s.rng,
                                            unused);
-    return at::cat({std::get<0>(g).reshape({N, d.q}), std::get<1>(g).reshape({N, d.kv}),
-                    std::get<2>(g).reshape({N, d.kv})},
-                   1);
+    at::Tensor dqkv = at::cat({std::get<0>(g).reshape({N, d.q}), std::get<1>(g).reshape({N, d.kv}),
+                               std::get<2>(g).reshape({N, d.kv})},
+                              1);
+    ops::rope_(dqkv, p.cos, p.sin, d.nh, d.nkv, d.hd, /*inverse=*/true, amax);
+    return dqkv;
   }
 #endif
   at::Tensor g = dattn.view({p.B, p.T, d.nh, d.hd}).transpose(1, 2);
   auto grads = torch::autograd::grad({s.attn_out}, {s.attn_q, s.attn_k, s.attn_v}, {g}, /*retain_graph=*/false,
                                      /*create_graph=*/false);
-  const int64_t N = dattn.size(0);
-  at::Tensor dqkv = at::empty({N, d.W}, dattn.options());
-  const int64_t off[] = {0, d.q, d.q + d.kv}, width[] = {d.q, d.kv, d.kv}, heads[] = {d.nh, d.nkv, d.nkv};
-  for (int i = 0; i < 3; ++i)
-    dqkv.narrow(1, off[i], width[i]).view({p.B, p.T, heads[i], d.hd}).transpose(1, 2).copy_(grads[static_cast<size_t>(i)]);
+  // The three gradients ([B, heads, T, hd]) gathered into the [N, W] rows with the inverse RoPE on the way
+  // (one pass instead of three copies and an in-place rotation).
+  at::Tensor dqkv = ops::rope_from_heads(grads[0], grads[1], grads[2], p.cos, p.sin, /*inverse=*/true, amax);
   s.attn_q = s.attn_k = s.attn_v = at::Tensor();
   return dqkv;
 }
@@ -136,7 +139,8 @@ fp8::Quantized quantize_input(const at::Tensor& x, const Fp8Block* q, const at::
 // its producer (or undefined).
 at::Tensor linear_fwd(const at::Tensor& x, const at::Tensor& w, const fp8::Weight* qw, const Fp8Block* q,
                       const at::Tensor& residual, fp8::Operand* keep_t, const at::Tensor& amax = {}) {
-  if (!qw) return ops::gemm(x, w.t(), residual);  // the residual read by the GEMM (no copy into y first)
+  // ATen's addmm (copy of the residual, then the GEMM): ops::gemm's cuBLASLt path measured slower here.
+  if (!qw) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
   fp8::Quantized xq = quantize_input(x, q, amax, /*cols=*/keep_t != nullptr);
   at::Tensor y = fp8::mm_nt(xq.rows, qw->rows, x.scalar_type(), /*fast_accum=*/true);
   if (keep_t) *keep_t = std::move(xq.cols);
@@ -188,7 +192,7 @@ at::Tensor block_attention_fwd(const LlamaConfig& c, const at::Tensor& qkv, cons
 }
 
 at::Tensor block_attention_bwd(const LlamaConfig& c, const at::Tensor& dattn, const AttnPlan& plan, BlockSaved& s) {
-  return attention_bwd(dims(c), dattn, plan, s);
+  return attention_bwd(dims(c), dattn, plan, s, {});
 }
 
 std::vector<std::pair<int64_t, int64_t>> block_linear_ranges(const LlamaConfig& c) {
@@ -333,9 +337,8 @@ at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& 
   at::Tensor dh1 = ops::rms_norm_bwd(dyn, s.h1, w.ln2, s.rstd2, g.ln2, dout, am.slot(1));
   // Attention: h1 = h + attn @ o^T.
   at::Tensor dattn = linear_bwd(dh1, w.o, g.o, s.attn, q ? &q->o : nullptr, q, s.q_attn, am.slot(1), write_grads);
-  at::Tensor dqkv = attention_bwd(d, dattn, plan, s);
+  at::Tensor dqkv = attention_bwd(d, dattn, plan, s, am.slot(2));  // RoPE's inverse applied
   dattn = at::Tensor();
-  ops::rope_(dqkv, plan.cos, plan.sin, d.nh, d.nkv, d.hd, /*inverse=*/true, am.slot(2));
   at::Tensor dxn = linear_bwd(dqkv, w.qkv, g.qkv, s.xn, q ? &q->qkv : nullptr, q, s.q_xn, am.slot(2), write_grads);
   at::Tensor dh = ops::rms_norm_bwd(dxn, h, w.ln1, s.rstd1, g.ln1, dh1, am.slot(3));
   s.clear();

@@ -81,6 +81,7 @@ at::Tensor block_bwd(const LlamaConfig& c, const BlockView& w, const BlockView& 
 // block_fwd's attention on the fused [N, W] q/k/v projection (RoPE applied), keeping in `s` what
 // block_attention_bwd needs; for block variants built from the same pieces (trainer/model/lora_block.h).
 at::Tensor block_attention_fwd(const LlamaConfig& c, const at::Tensor& qkv, const AttnPlan& plan, BlockSaved& s);
+// The backward returns the gradient of the q/k/v projection's output before RoPE (the inverse rotation applied).
 at::Tensor block_attention_bwd(const LlamaConfig& c, const at::Tensor& dattn, const AttnPlan& plan, BlockSaved& s);
 // Bytes a block keeps for backward at N tokens (what block_fwd saves), for choosing recomputation.
 int64_t block_saved_bytes(const LlamaConfig& c, int64_t tokens, int64_t elem_size);

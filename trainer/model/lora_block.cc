@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "core/base/error.h"
 #include "trainer/model/ops.h"
@@ -109,11 +110,42 @@ at::Tensor lora_grad_out(int64_t rows, int64_t hidden, int64_t room, int64_t ali
 
 int64_t lora_grad_room(const LoraBlock& a) { return a.down.wn.defined() ? a.down.A.size(0) : 0; }
 
+// The frozen base's GEMMs without a residual (the folded forwards and every input gradient) go through
+// ops::gemm: per shape the fastest of cuBLASLt's candidates and ATen's at::mm, timed once (at the 8B block's
+// shapes cuBLASLt's won by 5-21% at four of six, at::mm by 9-10% at two: air-train-check --gemm-speed).
+// AIR_TRAIN_LORA_BASE_LT=0: at::mm everywhere (the bench's comparison, `baseaten`).
+static bool base_lt() {
+  static const bool on = [] {
+    const char* v = std::getenv("AIR_TRAIN_LORA_BASE_LT");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+static at::Tensor base_mm(const at::Tensor& a, const at::Tensor& b) { return base_lt() ? ops::gemm(a, b) : at::mm(a, b); }
+static void base_mm_out(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  if (base_lt()) {
+    ops::gemm_into(out, a, b);
+  } else {
+    at::mm_out(const_cast<at::Tensor&>(out), a, b);
+  }
+}
+
+// AIR_TRAIN_LORA_SUM_FIRST=0: the unfolded adapters' forward with a residual (o and down) as the base GEMM on a
+// copy of the residual, then the low-rank product added (the layout before 2026-12-04 evening; the bench's
+// comparison).
+static bool g_lora_sum_first_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("AIR_TRAIN_LORA_SUM_FIRST");
+    return v && std::string(v) == "0";
+  }();
+  return off;
+}
+
 // y = x W^T (+ residual) + (x A^T) (s B)^T; keeps x A^T in *xa and the input the backward reads in *xs.
 at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::Tensor& residual, const LoraBlock& b,
                            const LoraGroup& g, at::Tensor* xa, at::Tensor* xs, const at::Tensor& xcat) {
   if (xs) *xs = x;
-  if (!g.defined()) return ops::gemm(x, w.t(), residual);
+  if (!g.defined()) return residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
   if (g.wk.defined()) {
     // [x | x A^T] @ [W | s B]^T: the low-rank product is added inside the base GEMM's reduction. x is already
     // the left part of xcat when its producer wrote it there; x A^T is written straight into the right part.
@@ -134,11 +166,23 @@ at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::T
     }
     if (xa) *xa = t;
     if (xs) *xs = cat.narrow(1, 0, in);
-    return residual.defined() ? ops::gemm(cat, g.wk.t(), residual) : at::mm(cat, g.wk.t());
+    return residual.defined() ? at::addmm(residual, cat, g.wk.t()) : base_mm(cat, g.wk.t());
   }
   at::Tensor t = adapter_in(x, b, g);
-  at::Tensor y = ops::gemm(x, w.t(), residual);
-  ops::gemm_into(y, t, g.B.t(), y);
+  at::Tensor y;
+  if (residual.defined() && !g_lora_sum_first_off()) {
+    // residual + (x A^T)(s B)^T first, in one thin GEMM that reads the residual where it is (this pass replaces
+    // the copy of the residual that addmm makes), then the base GEMM accumulates x W^T into it in place: one
+    // pass over y less than adding the low-rank product afterwards.
+    y = at::empty({x.size(0), w.size(0)}, x.options());
+    ops::gemm_into(y, t, g.B.t(), residual);
+    y.addmm_(x, w.t());
+  } else {
+    // The base GEMM stays ATen's: with the residual, cuBLASLt's algorithms (C read in place, no copy into y)
+    // measured 2.6 ms a step slower than cuBLAS's copy + GEMM at 8B (docs/performance.md, 2026-12-04 evening).
+    y = residual.defined() ? at::addmm(residual, x, w.t()) : at::mm(x, w.t());
+    ops::gemm_into(y, t, g.B.t(), y);
+  }
   if (xa) *xa = t;
   return y;
 }
@@ -148,7 +192,7 @@ at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::T
 // with need_dx false neither is dx (undefined).
 at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::Tensor& x, const at::Tensor& xa,
                            const LoraBlock& b, const LoraGroup& g, bool need_dx, bool dy_wide) {
-  if (!g.defined()) return need_dx ? at::mm(dy, w) : at::Tensor();
+  if (!g.defined()) return need_dx ? base_mm(dy, w) : at::Tensor();
   const double s = b.scale;
   const int64_t r = b.r, kr = g.A.size(0), in = g.A.size(1);
   at::Tensor dx, dxa;
@@ -168,12 +212,12 @@ at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::
     ops::gemm_into(dxa, dy, g.B);
   } else if (need_dx && g.wk.defined() && g.wk_dgrad) {
     at::Tensor dcat = aligned_empty(dy.size(0), in + kr, g.align, dy.options());
-    at::mm_out(dcat, dy, g.wk);  // [dy W | dy s B]: one pass over dy
+    base_mm_out(dcat, dy, g.wk);  // [dy W | dy s B]: one pass over dy
     dx = dcat.narrow(1, 0, in);
     dxa = dcat.narrow(1, in, kr);
   } else {
     dxa = ops::gemm(dy, g.B);
-    if (need_dx && (!g.wn.defined() || b.dropout > 0)) dx = at::mm(dy, w);
+    if (need_dx && (!g.wn.defined() || b.dropout > 0)) dx = base_mm(dy, w);
   }
   for (const auto& p : g.parts) ops::gemm_into(p.gB, dy.narrow(1, p.row, p.rows).t(), xa.narrow(1, p.col, r), p.gB, s, 1);
   adapter_grad_a(dxa, x, b, g);
@@ -185,7 +229,7 @@ at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::
     return dx;
   }
   // [dy | d(xa)] @ [W ; A]: dy W + d(xa) A written once.
-  if (dcat_n.defined()) return at::mm(dcat_n, g.wn);
+  if (dcat_n.defined()) return base_mm(dcat_n, g.wn);
   ops::gemm_into(dx, dxa, g.A, dx);
   return dx;
 }
@@ -388,7 +432,6 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
                           LoraSaved& s, const at::Tensor& dout, const AttnPlan& plan,
                           bool need_dh, bool dout_wide) {
   if (s.empty()) throw Error("lora_block_bwd: the block's activations were not saved");
-  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   BlockSaved& b = s.base;
   at::Tensor da = lora_linear_bwd(dout, w.down, b.a, s.xa_down, a, a.down, /*need_dx=*/true, dout_wide);
   b.a = s.xa_down = at::Tensor();
@@ -400,9 +443,8 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, w.ln2, b.rstd2, {}, dout);
   dyn = at::Tensor();
   at::Tensor dattn = lora_linear_bwd(dh1, w.o, b.attn, s.xa_o, a, a.o);
-  at::Tensor dqkv = block_attention_bwd(c, dattn, plan, b);
+  at::Tensor dqkv = block_attention_bwd(c, dattn, plan, b);  // RoPE's inverse applied
   dattn = at::Tensor();
-  ops::rope_(dqkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/true);
   at::Tensor dxn = lora_linear_bwd(dqkv, w.qkv, b.xn, s.xa_qkv, a, a.qkv, need_dh);
   // dh written with room for the block below's down adapter columns (lora_grad_out), when that one folds.
   at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, {}, dh1, {},

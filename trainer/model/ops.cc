@@ -176,6 +176,31 @@ at::Tensor cross_entropy_fwd_bwd_(at::Tensor& logits, const at::Tensor& targets,
   return loss;
 }
 
+at::Tensor rope_from_heads(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
+                           const at::Tensor& sin, bool inverse, const at::Tensor& amax) {
+#if AIR_TRAIN_CUDA_KERNELS
+  // AIR_TRAIN_ROPE_FROM_HEADS=0: the copies and rope_ below on CUDA too (the bench's comparison).
+  static const bool unfused = [] {
+    const char* v = std::getenv("AIR_TRAIN_ROPE_FROM_HEADS");
+    return v && std::string(v) == "0";
+  }();
+  if (kernels_for(dq) && !unfused) {
+    at::Tensor fused = cuda::rope_from_heads(dq, dk, dv, cos, sin, inverse, amax);
+    if (fused.defined()) return fused;
+  }
+#endif
+  const int64_t B = dq.size(0), T = dq.size(2), hd = dq.size(3), nh = dq.size(1), nkv = dk.size(1);
+  at::Tensor out = at::empty({B * T, (nh + 2 * nkv) * hd}, dq.options());
+  int64_t off = 0;
+  for (const at::Tensor* p : {&dq, &dk, &dv}) {
+    const int64_t heads = p->size(1);
+    out.narrow(1, off, heads * hd).view({B, T, heads, hd}).transpose(1, 2).copy_(*p);
+    off += heads * hd;
+  }
+  rope_(out, cos, sin, nh, nkv, hd, inverse, amax);
+  return out;
+}
+
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
            bool inverse, const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS

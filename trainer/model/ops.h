@@ -39,6 +39,12 @@ at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tens
 // k heads, then v heads; N = B * T rows), cos/sin: [N, hd] (the two halves repeated, as transformers).
 // inverse = true applies the transpose rotation (the backward of the forward rotation). amax: of the whole
 // qkv after the rotation (v heads included).
+// The attention backward's q, k and v gradients (each [B, heads, T, hd], any strides with a unit one along hd)
+// as the rows of one [N = B T, (nh + 2 nkv) hd] gradient, with rope_'s rotation (inverse or not) applied to the q
+// and k heads: what copying them into such a buffer and then rope_ give, bit for bit, in one pass (the CUDA
+// kernel reads each gradient once and writes each row once). amax: as rope_'s.
+at::Tensor rope_from_heads(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv, const at::Tensor& cos,
+                           const at::Tensor& sin, bool inverse, const at::Tensor& amax = {});
 void rope_(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t nh, int64_t nkv, int64_t hd,
            bool inverse, const at::Tensor& amax = {});
 
