@@ -253,6 +253,35 @@ __global__ void rope_kernel(__nv_bfloat16* __restrict__ qkv, const __nv_bfloat16
   if (amax) block_amax_into(m, amax);
 }
 
+// RoPE on 8 values of a head's first half (x1) and the matching 8 of its second half (x2), at `row` of the
+// cos/sin tables ([N, hd], the halves repeated) and vector j of the half: o1, o2, and the amax fold of both.
+// forward: [x1 c - x2 s, x2 c + x1 s]; inverse (the transpose): [x1 c + x2 s, x2 c - x1 s].
+__device__ __forceinline__ int rope8(const Vec8& x1, const Vec8& x2, const __nv_bfloat16* __restrict__ cos,
+                                     const __nv_bfloat16* __restrict__ sin, int64_t row, int hd, int j, bool inverse,
+                                     Vec8& o1, Vec8& o2, int m) {
+  const int half = hd / 2;
+  const Vec8 c1 = reinterpret_cast<const Vec8*>(cos + row * hd)[j];
+  const Vec8 c2 = reinterpret_cast<const Vec8*>(cos + row * hd + half)[j];
+  const Vec8 s1 = reinterpret_cast<const Vec8*>(sin + row * hd)[j];
+  const Vec8 s2 = reinterpret_cast<const Vec8*>(sin + row * hd + half)[j];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const float a = bf(x1.v[k]), b = bf(x2.v[k]);
+    float r1, r2;
+    if (!inverse) {
+      r1 = a * bf(c1.v[k]) - b * bf(s1.v[k]);
+      r2 = b * bf(c2.v[k]) + a * bf(s2.v[k]);
+    } else {
+      r1 = a * bf(c1.v[k]) + b * bf(s2.v[k]);
+      r2 = b * bf(c2.v[k]) - a * bf(s1.v[k]);
+    }
+    o1.v[k] = tobf(r1);
+    o2.v[k] = tobf(r2);
+    m = amax_step(amax_step(m, bf(o1.v[k])), bf(o2.v[k]));
+  }
+  return m;
+}
+
 // The same with 16-byte accesses: one thread per (row, head, 8 consecutive pairs), when a half head is a whole
 // number of 8-element vectors and the rows and cos/sin are 16-byte aligned (rope_ checks; the kernel above
 // serves the rest). The scalar kernel moved 2 bytes per access and ran at ~1.3 TB/s (the 2026-12-04 traces).
@@ -278,26 +307,8 @@ __global__ void rope_vec_kernel(__nv_bfloat16* __restrict__ qkv, const __nv_bflo
       for (int k = 0; k < kVec; ++k) m = amax_step(amax_step(m, bf(x1.v[k])), bf(x2.v[k]));
       continue;
     }
-    const Vec8 c1 = reinterpret_cast<const Vec8*>(cos + row * hd)[j];
-    const Vec8 c2 = reinterpret_cast<const Vec8*>(cos + row * hd + half)[j];
-    const Vec8 s1 = reinterpret_cast<const Vec8*>(sin + row * hd)[j];
-    const Vec8 s2 = reinterpret_cast<const Vec8*>(sin + row * hd + half)[j];
     Vec8 o1, o2;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const float a = bf(x1.v[k]), b = bf(x2.v[k]);
-      float r1, r2;
-      if (!inverse) {
-        r1 = a * bf(c1.v[k]) - b * bf(s1.v[k]);
-        r2 = b * bf(c2.v[k]) + a * bf(s2.v[k]);
-      } else {
-        r1 = a * bf(c1.v[k]) + b * bf(s2.v[k]);
-        r2 = b * bf(c2.v[k]) - a * bf(s1.v[k]);
-      }
-      o1.v[k] = tobf(r1);
-      o2.v[k] = tobf(r2);
-      m = amax_step(amax_step(m, bf(o1.v[k])), bf(o2.v[k]));
-    }
+    m = rope8(x1, x2, cos, sin, row, hd, j, inverse, o1, o2, m);
     *pa = o1;
     *pb = o2;
   }
@@ -338,26 +349,8 @@ __global__ void rope_from_heads_kernel(__nv_bfloat16* __restrict__ out, HeadSrc 
       *pb = x2;
       continue;
     }
-    const Vec8 c1 = reinterpret_cast<const Vec8*>(cos + row * hd)[j];
-    const Vec8 c2 = reinterpret_cast<const Vec8*>(cos + row * hd + half)[j];
-    const Vec8 s1 = reinterpret_cast<const Vec8*>(sin + row * hd)[j];
-    const Vec8 s2 = reinterpret_cast<const Vec8*>(sin + row * hd + half)[j];
     Vec8 o1, o2;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const float a = bf(x1.v[e]), bb = bf(x2.v[e]);
-      float r1, r2;
-      if (!inverse) {
-        r1 = a * bf(c1.v[e]) - bb * bf(s1.v[e]);
-        r2 = bb * bf(c2.v[e]) + a * bf(s2.v[e]);
-      } else {
-        r1 = a * bf(c1.v[e]) + bb * bf(s2.v[e]);
-        r2 = bb * bf(c2.v[e]) - a * bf(s1.v[e]);
-      }
-      o1.v[e] = tobf(r1);
-      o2.v[e] = tobf(r2);
-      m = amax_step(amax_step(m, bf(o1.v[e])), bf(o2.v[e]));
-    }
+    m = rope8(x1, x2, cos, sin, row, hd, j, inverse, o1, o2, m);
     *pa = o1;
     *pb = o2;
   }
