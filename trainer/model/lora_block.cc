@@ -133,7 +133,7 @@ static void base_mm_out(const at::Tensor& out, const at::Tensor& a, const at::Te
 // AIR_TRAIN_LORA_SUM_FIRST=0: the unfolded adapters' forward with a residual (o and down) as the base GEMM on a
 // copy of the residual, then the low-rank product added (the layout before 2026-12-04 evening; the bench's
 // comparison).
-static bool g_lora_sum_first_off() {
+static bool sum_first_off() {
   static const bool off = [] {
     const char* v = std::getenv("AIR_TRAIN_LORA_SUM_FIRST");
     return v && std::string(v) == "0";
@@ -170,7 +170,7 @@ at::Tensor lora_linear_fwd(const at::Tensor& x, const at::Tensor& w, const at::T
   }
   at::Tensor t = adapter_in(x, b, g);
   at::Tensor y;
-  if (residual.defined() && !g_lora_sum_first_off()) {
+  if (residual.defined() && !sum_first_off()) {
     // residual + (x A^T)(s B)^T first, in one thin GEMM that reads the residual where it is (this pass replaces
     // the copy of the residual that addmm makes), then the base GEMM accumulates x W^T into it in place: one
     // pass over y less than adding the low-rank product afterwards.
