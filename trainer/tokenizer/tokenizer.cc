@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -82,14 +83,32 @@ void split_on_added(const Tokenizer::Impl& t, const AddedTokenMatcher& m, std::s
   if (done < text.size()) emit(nullptr, text.substr(done));
 }
 
-void pre_tokenize_and_merge(const Tokenizer::Impl& t, std::string_view segment, std::vector<int32_t>& out) {
+// Pre-tokenizes one segment (no added tokens in it) and BPE-merges each piece into `out`. When `offsets`
+// is given, it also records each token's byte range in the whole text: `base` is the segment's offset there.
+void pre_tokenize_and_merge(const Tokenizer::Impl& t, std::string_view segment, std::vector<int32_t>& out,
+                            std::vector<std::pair<uint32_t, uint32_t>>* offsets = nullptr, size_t base = 0) {
   std::vector<std::string_view> pieces{segment}, next;
-  std::deque<std::string> prefixed;  // stable storage for pieces that got a leading space
+  // Pieces that got a leading space live here; each remembers the segment offset its second byte maps to.
+  struct Prefixed {
+    std::string text;
+    size_t origin;
+  };
+  std::deque<Prefixed> prefixed;
   for (const PreTokenizerStep& step : t.steps) {
     next.clear();
     for (std::string_view p : pieces) {
       if (step.kind == PreTokenizerStep::Kind::kByteLevel && step.add_prefix_space && p.front() != ' ') {
-        p = prefixed.emplace_back(" " + std::string(p));
+        size_t origin = 0;
+        bool found = false;
+        for (const Prefixed& q : prefixed) {  // a piece cut from an earlier prefixed copy
+          if (p.data() >= q.text.data() && p.data() < q.text.data() + q.text.size()) {
+            size_t k = static_cast<size_t>(p.data() - q.text.data());
+            origin = k == 0 ? q.origin : q.origin + k - 1;
+            found = true;
+          }
+        }
+        if (!found) origin = static_cast<size_t>(p.data() - segment.data());
+        p = prefixed.emplace_back(Prefixed{" " + std::string(p), origin}).text;
       }
       if (step.regex) {
         step.regex->split_isolated(p, next);
@@ -99,7 +118,34 @@ void pre_tokenize_and_merge(const Tokenizer::Impl& t, std::string_view segment, 
     }
     pieces.swap(next);
   }
-  for (std::string_view p : pieces) t.model->encode(p, out);
+  for (std::string_view p : pieces) {
+    size_t first = out.size();
+    t.model->encode(p, out);
+    if (!offsets) continue;
+    // Where the piece starts in the segment, and how many leading bytes of it were inserted (not in the text).
+    size_t start = 0, inserted = 0;
+    if (p.data() >= segment.data() && p.data() <= segment.data() + segment.size()) {
+      start = static_cast<size_t>(p.data() - segment.data());
+    } else {
+      for (const Prefixed& q : prefixed) {
+        if (p.data() >= q.text.data() && p.data() < q.text.data() + q.text.size()) {
+          size_t k = static_cast<size_t>(p.data() - q.text.data());
+          start = k == 0 ? q.origin : q.origin + k - 1;
+          inserted = k == 0 ? 1 : 0;
+        }
+      }
+    }
+    size_t pos = 0;  // bytes of the piece consumed so far
+    for (size_t i = first; i < out.size(); ++i) {
+      size_t len = t.token_bytes[static_cast<size_t>(out[i])].size();
+      size_t b = pos < inserted ? 0 : pos - inserted;
+      size_t e = pos + len < inserted ? 0 : pos + len - inserted;
+      b = std::min(b, p.size() - inserted);
+      e = std::min(std::max(e, b), p.size() - inserted);
+      offsets->emplace_back(static_cast<uint32_t>(base + start + b), static_cast<uint32_t>(base + start + e));
+      pos += len;
+    }
+  }
 }
 
 void apply_config_token(Tokenizer::Impl& t, const nlohmann::json& config, const char* key,
@@ -150,26 +196,49 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   return Tokenizer(std::move(impl));
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
-  const Impl& t = *impl_;
-  std::vector<int32_t> out;
+namespace {
+
+// encode() and encode_with_offsets() in one: `offsets` is null for the plain form.
+void encode_into(const Tokenizer::Impl& t, std::string_view text, bool add_bos, std::vector<int32_t>& out,
+                 std::vector<std::pair<uint32_t, uint32_t>>* offsets) {
   out.reserve(text.size() / 3 + 4);
-  if (add_bos) out.insert(out.end(), t.template_prefix.begin(), t.template_prefix.end());
+  auto place = [&](std::string_view piece) { return static_cast<size_t>(piece.data() - text.data()); };
+  auto add_fixed = [&](const std::vector<int32_t>& ids, size_t at) {
+    out.insert(out.end(), ids.begin(), ids.end());
+    if (offsets) offsets->insert(offsets->end(), ids.size(), {static_cast<uint32_t>(at), static_cast<uint32_t>(at)});
+  };
+  if (add_bos) add_fixed(t.template_prefix, 0);
   split_on_added(t, t.raw_matcher, text, [&](const AddedToken* tok, std::string_view piece) {
     if (tok) {
       out.push_back(tok->id);
+      if (offsets) offsets->emplace_back(place(piece), place(piece) + piece.size());
       return;
     }
     split_on_added(t, t.normalized_matcher, piece, [&](const AddedToken* tok2, std::string_view piece2) {
       if (tok2) {
         out.push_back(tok2->id);
+        if (offsets) offsets->emplace_back(place(piece2), place(piece2) + piece2.size());
       } else {
-        pre_tokenize_and_merge(t, piece2, out);
+        pre_tokenize_and_merge(t, piece2, out, offsets, place(piece2));
       }
     });
   });
-  if (add_bos) out.insert(out.end(), t.template_suffix.begin(), t.template_suffix.end());
+  if (add_bos) add_fixed(t.template_suffix, text.size());
+}
+
+}  // namespace
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+  std::vector<int32_t> out;
+  encode_into(*impl_, text, add_bos, out, nullptr);
   return out;
+}
+
+Tokenizer::Encoding Tokenizer::encode_with_offsets(std::string_view text, bool add_bos) const {
+  Encoding e;
+  e.offsets.reserve(text.size() / 3 + 4);
+  encode_into(*impl_, text, add_bos, e.ids, &e.offsets);
+  return e;
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {

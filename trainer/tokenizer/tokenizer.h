@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace air::train {
@@ -25,6 +26,18 @@ class Tokenizer {
   // (Llama 3: BOS before the text), as HF's add_special_tokens=True does; no template, nothing added.
   // Thread-safe. Bytes that are not valid UTF-8 are encoded byte by byte, never rejected.
   std::vector<int32_t> encode(std::string_view text, bool add_bos = false) const;
+
+  // encode() with each token's place in `text`: offsets[i] is the byte range [first, second) of `text` that
+  // token i came from (Hugging Face's offset mapping, in bytes of the original text, not characters).
+  // Tokens the post-processor adds (BOS) have an empty range at their position; a token built from bytes of
+  // two places (a normalizer's or pre-tokenizer's inserted prefix) spans from the first original byte.
+  // The chat-data code uses it to turn trained character spans of a rendered template into token labels:
+  // a token is trained when its range lies inside a trained span. ids are always equal to encode()'s.
+  struct Encoding {
+    std::vector<int32_t> ids;
+    std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  };
+  Encoding encode_with_offsets(std::string_view text, bool add_bos = false) const;
   // Invalid UTF-8 in the result becomes U+FFFD (as HF); an unknown id throws std::runtime_error.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 

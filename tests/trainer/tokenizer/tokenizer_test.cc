@@ -132,3 +132,34 @@ TEST_CASE("encoding is thread-safe and gives the same ids from every thread") {
   for (auto& th : threads) th.join();
   for (const auto& g : got) CHECK(g == want);
 }
+
+TEST_CASE("encode_with_offsets gives encode's ids and each token's byte range of the text") {
+  const Tokenizer& t = trained_tokenizer();
+  for (std::string text : {std::string("Hello world, héllo wörld!\n\n  indented\tcode() {}"),
+                           std::string("<|begin_of_text|>Hi<|end_of_text|> there  "), std::string(""),
+                           std::string("日本語のテキスト 🙂🙂 mixed"), std::string("\xff\xfe broken utf8")}) {
+    INFO(text);
+    for (bool bos : {false, true}) {
+      auto e = t.encode_with_offsets(text, bos);
+      REQUIRE(e.ids == t.encode(text, bos));
+      REQUIRE(e.offsets.size() == e.ids.size());
+      uint32_t covered = 0;
+      for (size_t i = 0; i < e.ids.size(); ++i) {
+        auto [b, end] = e.offsets[i];
+        REQUIRE(b <= end);
+        REQUIRE(end <= text.size());
+        if (b == end) continue;  // the post-processor's BOS
+        CHECK(b == covered);     // no gaps, no overlaps: the ranges tile the text
+        covered = end;
+        std::string piece = text.substr(b, end - b);
+        auto token = t.id_to_token(e.ids[i]);
+        REQUIRE(token);
+        auto bytes = t.is_special(e.ids[i]) ? std::optional<std::string>(*token)
+                                            : air::train::byte_level_to_bytes(*token);
+        REQUIRE(bytes);
+        CHECK(*bytes == piece);
+      }
+      CHECK(covered == text.size());
+    }
+  }
+}
