@@ -5,6 +5,7 @@
 
 #include "tests/trainer/tokenizer/test_util.h"
 #include "trainer/tokenizer/byte_level.h"
+#include "trainer/tokenizer/normalize.h"
 
 using air::train::Tokenizer;
 using namespace air::train::testing;
@@ -161,5 +162,55 @@ TEST_CASE("encode_with_offsets gives encode's ids and each token's byte range of
       }
       CHECK(covered == text.size());
     }
+  }
+}
+
+// The checks every tokenizer kind must pass for encode_with_offsets (the chat-data masks rely on them): ids
+// equal to encode(); ranges inside the text, starting in order, covering every byte; and each token's bytes found in
+// `normalized(range of the text)`, the normalizer applied to the text the range names.
+template <typename Normalize, typename TokenBytes>
+void check_offsets(const Tokenizer& t, const std::string& text, bool add_special, Normalize&& normalized,
+                   TokenBytes&& token_bytes) {
+  INFO(text);
+  auto e = t.encode_with_offsets(text, add_special);
+  REQUIRE(e.ids == t.encode(text, add_special));
+  REQUIRE(e.offsets.size() == e.ids.size());
+  std::vector<bool> covered(text.size(), false);
+  uint32_t last_begin = 0;  // ends need not grow: NFC may compose a character with a mark written after another
+  for (size_t i = 0; i < e.ids.size(); ++i) {
+    auto [b, end] = e.offsets[i];
+    INFO("token " << i << " id " << e.ids[i] << " range " << b << ".." << end);
+    REQUIRE(b <= end);
+    REQUIRE(end <= text.size());
+    CHECK(b >= last_begin);
+    last_begin = b;
+    for (uint32_t k = b; k < end; ++k) covered[k] = true;
+    if (b == end) continue;  // the template's BOS/EOS, or a token made only of inserted text
+    std::string piece = t.is_special(e.ids[i]) ? text.substr(b, end - b) : normalized(text.substr(b, end - b));
+    CHECK(piece.find(token_bytes(e.ids[i])) != std::string::npos);
+  }
+  for (size_t k = 0; k < text.size(); ++k) CHECK(covered[k]);
+}
+
+TEST_CASE("encode_with_offsets through the NFC normalizer (Qwen) points into the original, decomposed text") {
+  auto j = small_tokenizer();
+  j["normalizer"] = {{"type", "NFC"}};
+  auto t = Tokenizer::from_json_text(j.dump());
+  auto nfc = [](const std::string& s) {
+    std::string out;
+    air::train::unicode_normalize(s, air::train::UnicodeForm::kNfc, out);
+    return out;
+  };
+  auto bytes = [&](int32_t id) { return *air::train::byte_level_to_bytes(*t.id_to_token(id)); };
+  // "cafe" + U+0301 encodes as "café" (é = C3 A9): both of é's tokens point at "e" + the accent.
+  std::string text = "cafe\u0301 abc";
+  CHECK(t.encode(text) == t.encode("caf\u00e9 abc"));
+  auto e = t.encode_with_offsets(text);
+  REQUIRE(e.ids.size() >= 5);
+  CHECK(e.offsets[3] == std::pair<uint32_t, uint32_t>{3, 6});
+  CHECK(e.offsets[4] == std::pair<uint32_t, uint32_t>{3, 6});
+  for (std::string s : {text, std::string("<|bos|>A\u030a\u212b x\u0323\u0307 \u1100\u1161\u11a8<|bos|>"),
+                        std::string("plain text"), std::string(""), std::string("\xff\xfe e\u0301")}) {
+    for (bool special : {false, true}) check_offsets(t, s, special, nfc, bytes);
   }
 }
