@@ -121,7 +121,8 @@ char32_t compose_pair(char32_t a, char32_t b) {
   return it == tables().composition.end() ? 0 : it->second;
 }
 
-// Canonical ordering: within each run of non-starters, a stable sort by combining class.
+// Canonical ordering: within each run of non-starters, a stable sort by combining class. A run whose order
+// changed gets the range of the whole run for each of its characters, so ranges still start in order.
 void reorder(std::vector<Char>& chars) {
   size_t i = 0;
   while (i < chars.size()) {
@@ -131,8 +132,16 @@ void reorder(std::vector<Char>& chars) {
     }
     size_t j = i;
     while (j < chars.size() && chars[j].ccc != 0) ++j;
-    std::stable_sort(chars.begin() + static_cast<std::ptrdiff_t>(i), chars.begin() + static_cast<std::ptrdiff_t>(j),
-                     [](const Char& a, const Char& b) { return a.ccc < b.ccc; });
+    auto first = chars.begin() + static_cast<std::ptrdiff_t>(i), last = chars.begin() + static_cast<std::ptrdiff_t>(j);
+    auto by_class = [](const Char& a, const Char& b) { return a.ccc < b.ccc; };
+    if (!std::is_sorted(first, last, by_class)) {
+      std::stable_sort(first, last, by_class);
+      Align run = first->from;
+      for (auto it = first; it != last; ++it) {
+        run = {std::min(run.first, it->from.first), std::max(run.second, it->from.second)};
+      }
+      for (auto it = first; it != last; ++it) it->from = run;
+    }
     i = j;
   }
 }

@@ -56,3 +56,12 @@ TEST_CASE("each normalized byte knows the original bytes it came from") {
   CHECK(out == "e\u0301");
   CHECK(align == std::vector<Align>{{0, 2}, {0, 2}, {0, 2}});
 }
+
+TEST_CASE("marks put in canonical order share the range of their run, so ranges start in order") {
+  std::string out;
+  std::vector<Align> align;
+  // q + dot above (230) + dot below (220): reordered to q, dot below, dot above; no composition exists.
+  air::train::unicode_normalize("q\u0307\u0323", UnicodeForm::kNfc, out, nullptr, 0, &align);
+  CHECK(out == "q\u0323\u0307");
+  CHECK(align == std::vector<Align>{{0, 1}, {1, 5}, {1, 5}, {1, 5}, {1, 5}});
+}
