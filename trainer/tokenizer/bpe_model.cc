@@ -21,6 +21,7 @@ struct Candidate {
 };
 
 constexpr size_t kMaxCachedPiece = 256;
+constexpr std::string_view kMetaspace = "\u2581";
 
 // Length of the UTF-8 character starting with byte `c` at i (1 for a malformed byte).
 size_t utf8_length(std::string_view s, size_t i) {
@@ -57,6 +58,19 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::ve
     auto fb = vocab_.find(name);
     fallback_ids_[b] = fb == vocab_.end() ? -1 : fb->second;
   }
+  // Character models: which characters some token joins to a following "▁". Before every other "▁" (after a
+  // character that is not "▁" itself), no merge can ever cross, so pieces are merged word by word there.
+  if (!options_.byte_level && !options_.ignore_merges) {
+    split_words_ = true;
+    for (const auto& [token, id] : vocab_) {
+      std::string_view t = token;
+      for (size_t at = t.find(kMetaspace, 1); at != std::string_view::npos; at = t.find(kMetaspace, at + 3)) {
+        size_t prev = at - 1;
+        while (prev > 0 && (static_cast<unsigned char>(t[prev]) & 0xC0) == 0x80) --prev;
+        if (t.substr(prev, at - prev) != kMetaspace) joins_metaspace_.emplace(t.substr(prev, at - prev));
+      }
+    }
+  }
   merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     // A repeated pair keeps its last rank, as in Hugging Face's HashMap collection.
@@ -66,8 +80,8 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::ve
 }
 
 BpeModel::BpeModel(BpeModel&& o) noexcept
-    : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), options_(o.options_),
-      cache_(std::move(o.cache_)) {
+    : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), split_words_(o.split_words_),
+      joins_metaspace_(std::move(o.joins_metaspace_)), options_(o.options_), cache_(std::move(o.cache_)) {
   std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
   std::copy(std::begin(o.fallback_ids_), std::end(o.fallback_ids_), fallback_ids_);
 }
@@ -82,6 +96,24 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::ve
       return;
     }
   }
+  if (!split_words_) return encode_word(piece, out, lengths);
+  // Cut before each "▁" that no token can join to the character in front of it (see bpe_model.h).
+  size_t start = 0;
+  for (size_t at = piece.find(kMetaspace, 1); at != std::string_view::npos; at = piece.find(kMetaspace, at + 3)) {
+    size_t prev = at - 1;
+    while (prev > start && (static_cast<unsigned char>(piece[prev]) & 0xC0) == 0x80) --prev;
+    std::string_view before = piece.substr(prev, at - prev);
+    if (at == start || before == kMetaspace || joins_metaspace_.count(before)) continue;
+    // A character outside the vocabulary becomes <0xXX> or <unk> symbols, whose text is not its own: no cut.
+    bool known = before.size() == 1 ? byte_ids_[static_cast<unsigned char>(before[0])] >= 0 : vocab_.count(before) > 0;
+    if (!known) continue;
+    encode_word(piece.substr(start, at - start), out, lengths);
+    start = at;
+  }
+  encode_word(piece.substr(start), out, lengths);
+}
+
+void BpeModel::encode_word(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
   if (lengths) {
     merge(piece, out, lengths);
     return;
