@@ -225,12 +225,10 @@ List py_split(std::string_view s, const Value* sep, int64_t maxsplit, bool from_
     }
     if (!from_right) {
       for (int64_t k = 0; k < maxsplit; ++k) out.push_back(Value::string(std::string(s.substr(words[k].first, words[k].second - words[k].first))));
-      std::string_view rest = py_strip(s.substr(words[maxsplit].first), nullptr, false, true);
-      out.push_back(Value::string(std::string(rest)));
+      out.push_back(Value::string(std::string(s.substr(words[maxsplit].first))));
     } else {
       size_t keep = words.size() - maxsplit;
-      std::string_view rest = py_strip(s.substr(0, words[keep - 1].second), nullptr, true, false);
-      out.push_back(Value::string(std::string(rest)));
+      out.push_back(Value::string(std::string(s.substr(0, words[keep - 1].second))));
       for (size_t k = keep; k < words.size(); ++k) out.push_back(Value::string(std::string(s.substr(words[k].first, words[k].second - words[k].first))));
     }
     return out;
@@ -567,6 +565,14 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     }
   };
   switch (f) {
+    case Filter::kLength: case Filter::kCount: case Filter::kUpper: case Filter::kLower: case Filter::kCapitalize:
+    case Filter::kTitle: case Filter::kString: case Filter::kSafe: case Filter::kFirst: case Filter::kLast:
+    case Filter::kList: case Filter::kReverse: case Filter::kItems: case Filter::kAbs: case Filter::kWordcount:
+      args({});  // these take no arguments: jinja2 raises a TypeError for any
+      break;
+    default: break;
+  }
+  switch (f) {
     case Filter::kTrim: {
       Args a = args({"chars"});
       std::string s = py_str(input);
@@ -635,7 +641,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       if (input.is_undefined()) return Value::list(List{});
       if (!input.is_dict()) error(e, "Can only get item pairs from a mapping.");
       List out;
-      for (const auto& [k, v] : input.as_dict().items) out.push_back(Value::list(List{k, v}));
+      for (const auto& [k, v] : input.as_dict().items) out.push_back(Value::tuple(List{k, v}));
       return Value::list(std::move(out));
     }
     case Filter::kDictsort: {
@@ -654,7 +660,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       });
       if (a.has(2) && a[2].truthy()) std::reverse(items.begin(), items.end());
       List out;
-      for (auto& [k, v] : items) out.push_back(Value::list(List{k, v}));
+      for (auto& [k, v] : items) out.push_back(Value::tuple(List{k, v}));
       return Value::list(std::move(out));
     }
     case Filter::kSort: {
@@ -913,8 +919,10 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       return *best;
     }
     case Filter::kAttr: {
+      // environment.getattr: Python attributes only (a dict's keys are not attributes).
       Args a = args({"name"});
       require_defined(input, e);
+      if (input.is_dict()) return Value::missing("", Value::Kind::kDict);
       return get_attr(input, py_str(a[0]));
     }
     default: break;
@@ -1121,7 +1129,13 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
       }
       return Value::boolean(true);
     }
-    error(call, "the string method '" + m + "'", Error::Kind::kUnsupported);
+    static const char* const kStrMethods[] = {
+        "casefold", "center", "encode", "expandtabs", "format", "format_map", "index", "isascii", "isdecimal",
+        "isidentifier", "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition", "removeprefix",
+        "removesuffix", "rindex", "rjust", "rpartition", "swapcase", "translate", "zfill"};
+    for (const char* known : kStrMethods)
+      if (m == known) error(call, "the string method '" + m + "'", Error::Kind::kUnsupported);
+    error(call, "'str object' has no attribute '" + m + "'");
   }
   if (obj.is_dict()) {
     const Dict& d = obj.as_dict();
@@ -1129,7 +1143,7 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
       args({});
       List out;
       out.reserve(d.items.size());
-      for (const auto& [k, v] : d.items) out.push_back(Value::list(List{k, v}));
+      for (const auto& [k, v] : d.items) out.push_back(Value::tuple(List{k, v}));
       return Value::list(std::move(out));
     }
     if (m == "keys" || m == "values") {

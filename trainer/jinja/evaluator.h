@@ -8,6 +8,8 @@
 
 namespace air::jinja {
 
+bool is_dict_method(std::string_view name);
+
 class Evaluator {
  public:
   Evaluator(const Program& program, const RenderOptions& options);

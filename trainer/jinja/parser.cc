@@ -15,11 +15,12 @@ void fail(Error::Kind kind, const std::string& name, int line, int column, const
   m << name << ":" << line << ":" << column << ": ";
   switch (kind) {
     case Error::Kind::kSyntax: m << "syntax error: "; break;
-    case Error::Kind::kUnsupported: m << "unsupported: "; break;
+    case Error::Kind::kUnsupported: m << "unsupported: "; break;  // the message ends with the note below
     case Error::Kind::kRaised: m << "raised: "; break;
     case Error::Kind::kRuntime: m << "error: "; break;
   }
   m << what;
+  if (kind == Error::Kind::kUnsupported) m << " (valid Jinja that air's template engine does not implement)";
   throw Error(kind, m.str(), line, column);
 }
 

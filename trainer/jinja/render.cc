@@ -65,11 +65,13 @@ void Evaluator::close_scope(size_t prev_mark) {
   --scope_depth_;
 }
 
-namespace {
-struct ScopeEnter {
-  size_t prev;
-};
-}  // namespace
+bool is_dict_method(std::string_view name) {
+  static const char* const kDictMethods[] = {"items", "keys", "values", "get", "pop", "update", "setdefault",
+                                             "clear", "popitem", "copy", "fromkeys"};
+  for (const char* m : kDictMethods)
+    if (name == m) return true;
+  return false;
+}
 
 #define AIR_JINJA_OPEN_SCOPE(var) \
   size_t var = scope_mark_;       \
@@ -252,6 +254,9 @@ Value Evaluator::eval(const Expr& e) {
     case Expr::Kind::kAttr: {
       Value obj = eval(*e.args[0]);
       require_defined(obj, e);
+      if (obj.is_dict() && is_dict_method(e.name))
+        error(e, "'" + e.name + "' names a dict method (jinja2 would give the method object, not the key)",
+              Error::Kind::kUnsupported);
       return get_attr(obj, e.name);
     }
     case Expr::Kind::kItem: {
@@ -302,7 +307,7 @@ Value Evaluator::eval(const Expr& e) {
       List items;
       items.reserve(e.args.size());
       for (const ExprPtr& a : e.args) items.push_back(eval(*a));
-      return Value::list(std::move(items));
+      return e.kind == Expr::Kind::kTuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
     case Expr::Kind::kDict: {
       auto d = std::make_shared<Dict>();
@@ -496,11 +501,7 @@ Value Evaluator::eval_call(const Expr& e) {
     require_defined(obj, callee);
     if (obj.is_dict()) {
       // A dict's own key wins only where it is not a method name (jinja2 getattr looks at methods first).
-      static const char* const kDictMethods[] = {"items", "keys", "values", "get", "pop", "update", "setdefault",
-                                                 "clear", "popitem", "copy"};
-      bool method = false;
-      for (const char* m : kDictMethods) method = method || callee.name == m;
-      if (!method) {
+      if (!is_dict_method(callee.name)) {
         const Value* v = obj.as_dict().find(callee.name);
         if (v && v->kind() == Value::Kind::kCallable) return call_macro(e, v->as_callable());
         Value missing = v ? *v : Value::missing(callee.name, Value::Kind::kDict);
@@ -624,6 +625,7 @@ Value Evaluator::eval_slice(const Expr& e) {
 // ---- the Template facade ----
 
 struct Template::Impl {
+  std::string source;
   std::unique_ptr<Program> program;
   std::unordered_map<std::string, int> slots;
 };
@@ -676,9 +678,38 @@ Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 Template::~Template() = default;
 
+namespace {
+
+// The template's line and a caret under the column, after the message (GCC's form).
+Error with_source_line(const Error& e, std::string_view source) {
+  std::string_view rest = source;
+  for (int line = 1; line < e.line && !rest.empty(); ++line) {
+    size_t nl = rest.find_first_of("\r\n");
+    if (nl == std::string_view::npos) { rest = {}; break; }
+    rest.remove_prefix(nl + (rest.compare(nl, 2, "\r\n") == 0 ? 2 : 1));
+  }
+  std::string_view text = rest.substr(0, rest.find_first_of("\r\n"));
+  if (text.empty() || text.size() > 300) return e;
+  std::string caret;
+  size_t col = 1;
+  for (size_t i = 0; i < text.size() && col < static_cast<size_t>(e.column); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) == 0x80) continue;
+    caret += text[i] == '\t' ? '\t' : ' ';
+    ++col;
+  }
+  return Error(e.kind, std::string(e.what()) + "\n    " + std::string(text) + "\n    " + caret + "^", e.line, e.column);
+}
+
+}  // namespace
+
 Template Template::parse(std::string_view source, std::string name) {
   auto impl = std::make_unique<Impl>();
-  impl->program = parse_program(source, name);
+  impl->source = std::string(source);
+  try {
+    impl->program = parse_program(source, name);
+  } catch (const Error& e) {
+    throw with_source_line(e, source);
+  }
   Program& p = *impl->program;
   for (size_t i = 0; i < p.names.size(); ++i) impl->slots.emplace(p.names[i], static_cast<int>(i));
   auto find = [&](const char* n) {
@@ -690,12 +721,23 @@ Template Template::parse(std::string_view source, std::string name) {
   return Template(std::move(impl));
 }
 
+// A raised error is the record's (its message is the template author's); others show the template's line.
 Rendered Template::render(const nlohmann::json& context, const RenderOptions& options) const {
-  return render_with(*impl_, context, options);
+  try {
+    return render_with(*impl_, context, options);
+  } catch (const Error& e) {
+    if (e.kind == Error::Kind::kRaised) throw;
+    throw with_source_line(e, impl_->source);
+  }
 }
 
 Rendered Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
-  return render_with(*impl_, context, options);
+  try {
+    return render_with(*impl_, context, options);
+  } catch (const Error& e) {
+    if (e.kind == Error::Kind::kRaised) throw;
+    throw with_source_line(e, impl_->source);
+  }
 }
 
 bool Template::has_generation_blocks() const { return impl_->program->has_generation; }

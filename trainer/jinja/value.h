@@ -35,6 +35,12 @@ class Value {
   static Value string(std::string s);
   static Value list(List items);
   static Value list(std::shared_ptr<const List> items);
+  // A Python tuple: a list that prints as (a, b) and is not equal to a list (dict items, (a, b) literals).
+  static Value tuple(List items) {
+    Value v = list(std::move(items));
+    v.tuple_ = true;
+    return v;
+  }
   static Value dict(std::shared_ptr<const Dict> d);
   static Value ns(std::shared_ptr<Namespace> n);
   static Value loop(std::shared_ptr<LoopState> l);
@@ -60,6 +66,7 @@ class Value {
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
+  bool is_tuple() const { return tuple_; }
 
   bool as_bool() const { return i_ != 0; }
   int64_t as_int() const { return i_; }
@@ -79,6 +86,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
+  bool tuple_ = false;
   union {
     int64_t i_ = 0;
     double f_;
