@@ -140,7 +140,7 @@ TEST_CASE("a feature the engine lacks is kUnsupported at parse time, naming the 
   }
 }
 
-TEST_CASE("strftime_now formats the pinned date; a bad pinned date is an error") {
+TEST_CASE("strftime_now formats the pinned date, and a bad pinned date is an error") {
   auto t = Template::parse("{{ strftime_now('%d %b %Y') }}");
   RenderOptions o;
   o.date = "2024-07-26";
