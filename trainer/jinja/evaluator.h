@@ -8,8 +8,6 @@
 
 namespace air::jinja {
 
-bool is_dict_method(std::string_view name);
-
 class Evaluator {
  public:
   Evaluator(const Program& program, const RenderOptions& options);
@@ -43,6 +41,8 @@ class Evaluator {
   size_t open_scope() const { return undo_.size(); }
   void close_scope(size_t mark);
   Value eval_binary(const Expr& e);
+  Value binary_op(const Expr& e, Value a, Value b);
+  bool eval_add_chain(const Expr& e, Value* result, std::string* direct);
   Value eval_compare(const Expr& e);
   Value eval_call(const Expr& e);
   Value eval_slice(const Expr& e);

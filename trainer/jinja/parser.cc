@@ -619,6 +619,7 @@ class Parser {
         if (a.type == T::kName) {
           auto g = node(Expr::Kind::kAttr, a);
           g->name = next().text;
+          g->negated = is_dict_method(g->name);  // for kAttr: the name is one of dict's methods
           g->args.push_back(std::move(e));
           e = std::move(g);
         } else if (a.type == T::kInt) {
@@ -693,6 +694,7 @@ class Parser {
     auto e = node(Expr::Kind::kCall, cur());
     e->line = callee->line;
     e->column = callee->column;
+    if (callee->kind == Expr::Kind::kAttr) e->slot = find_method(callee->name);
     e->args.push_back(std::move(callee));
     parse_args(*e);
     return e;

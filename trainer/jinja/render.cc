@@ -26,13 +26,11 @@ Evaluator::Evaluator(const Program& program, const RenderOptions& options)
     }
     return g;
   }();
-  for (size_t i = 0; i < program.names.size(); ++i) {
-    int g = find_global(program.names[i]);
-    if (g >= 0) slots_[i] = Value::callable(globals[g]);
-  }
+  for (auto [slot, g] : program.global_slots) slots_[slot] = Value::callable(globals[g]);
 }
 
 Rendered Evaluator::run() {
+  out_storage_.reserve(1024);
   exec(program_.body);
   return Rendered{std::move(out_storage_), std::move(spans_)};
 }
@@ -105,7 +103,16 @@ void Evaluator::output(const Value& v, const Expr& at) {
 Evaluator::Flow Evaluator::exec(const Stmt& s) {
   switch (s.kind) {
     case Stmt::Kind::kText: *out_ += s.text; return Flow::kNormal;
-    case Stmt::Kind::kOutput: output(eval(*s.expr), *s.expr); return Flow::kNormal;
+    case Stmt::Kind::kOutput: {
+      const Expr& e = *s.expr;
+      if (e.kind == Expr::Kind::kBinary && e.op == Expr::Op::kAdd) {
+        Value v;
+        if (!eval_add_chain(e, &v, out_)) output(v, e);
+        return Flow::kNormal;
+      }
+      output(eval(e), e);
+      return Flow::kNormal;
+    }
     case Stmt::Kind::kIf:
       for (size_t i = 0; i < s.bodies.size(); ++i) {
         if (i < s.conditions.size() && !eval(*s.conditions[i]).truthy()) continue;
@@ -254,7 +261,7 @@ Value Evaluator::eval(const Expr& e) {
     case Expr::Kind::kAttr: {
       Value obj = eval(*e.args[0]);
       require_defined(obj, e);
-      if (obj.is_dict() && is_dict_method(e.name))
+      if (obj.is_dict() && e.negated)
         error(e, "'" + e.name + "' names a dict method (jinja2 would give the method object, not the key)",
               Error::Kind::kUnsupported);
       return get_attr(obj, e.name);
@@ -348,9 +355,54 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 }  // namespace
 
+// `a + b + c ...` (left-associative): the operands are evaluated in order; when all are strings (the
+// common case: '<|im_start|>' + message.role + '\n' + ...) they are joined with one allocation, or
+// appended straight to `direct` (the output); otherwise folded pair by pair as Python does.
+bool Evaluator::eval_add_chain(const Expr& e, Value* result, std::string* direct) {
+  const Expr* nodes[32];
+  size_t n = 0;
+  const Expr* cur = &e;
+  while (cur->kind == Expr::Kind::kBinary && cur->op == Expr::Op::kAdd && n < 31) {
+    nodes[n++] = cur;
+    cur = cur->args[0].get();
+  }
+  // nodes[n-1] is the innermost `+`; cur is the leftmost operand.
+  Value values[32];
+  values[0] = eval(*cur);
+  bool strings = values[0].is_string();
+  size_t total = values[0].as_string().size();
+  for (size_t i = 0; i < n; ++i) {
+    values[i + 1] = eval(*nodes[n - 1 - i]->args[1]);
+    strings = strings && values[i + 1].is_string();
+    if (strings) total += values[i + 1].as_string().size();
+  }
+  if (strings) {
+    if (direct) {
+      for (size_t i = 0; i <= n; ++i) *direct += values[i].as_string();
+      return true;
+    }
+    std::string s;
+    s.reserve(total);
+    for (size_t i = 0; i <= n; ++i) s += values[i].as_string();
+    *result = Value::string(std::move(s));
+    return false;
+  }
+  Value acc = std::move(values[0]);
+  for (size_t i = 0; i < n; ++i) acc = binary_op(*nodes[n - 1 - i], std::move(acc), std::move(values[i + 1]));
+  *result = std::move(acc);
+  return false;
+}
+
 Value Evaluator::eval_binary(const Expr& e) {
-  Value a = eval(*e.args[0]);
-  Value b = eval(*e.args[1]);
+  if (e.op == Expr::Op::kAdd) {
+    Value r;
+    eval_add_chain(e, &r, nullptr);
+    return r;
+  }
+  return binary_op(e, eval(*e.args[0]), eval(*e.args[1]));
+}
+
+Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
   require_defined(a, *e.args[0]);
   require_defined(b, *e.args[1]);
   using K = Value::Kind;
@@ -501,7 +553,7 @@ Value Evaluator::eval_call(const Expr& e) {
     require_defined(obj, callee);
     if (obj.is_dict()) {
       // A dict's own key wins only where it is not a method name (jinja2 getattr looks at methods first).
-      if (!is_dict_method(callee.name)) {
+      if (!callee.negated) {
         const Value* v = obj.as_dict().find(callee.name);
         if (v && v->kind() == Value::Kind::kCallable) return call_macro(e, v->as_callable());
         Value missing = v ? *v : Value::missing(callee.name, Value::Kind::kDict);
@@ -717,6 +769,8 @@ Template Template::parse(std::string_view source, std::string name) {
     return it == impl->slots.end() ? -1 : it->second;
   };
   p.loop_slot = find("loop");
+  for (size_t i = 0; i < p.names.size(); ++i)
+    if (int g = find_global(p.names[i]); g >= 0) p.global_slots.emplace_back(static_cast<int>(i), g);
   p.caller_slot = find("caller");
   return Template(std::move(impl));
 }

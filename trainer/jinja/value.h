@@ -33,6 +33,12 @@ class Value {
   // A string that lives as long as the render (template literal, context JSON).
   static Value view(std::string_view s) { Value v; v.kind_ = Kind::kString; v.s_ = s; return v; }
   static Value string(std::string s);
+  // A part of the string `str` (a view into it that keeps its owner alive): no copy.
+  static Value substring(const Value& str, std::string_view part) {
+    Value v = str;
+    v.s_ = part;
+    return v;
+  }
   static Value list(List items);
   static Value list(std::shared_ptr<const List> items);
   // A Python tuple: a list that prints as (a, b) and is not equal to a list (dict items, (a, b) literals).
