@@ -63,6 +63,7 @@ class Evaluator {
   std::string* out_ = &out_storage_;
   std::vector<std::pair<size_t, size_t>> spans_;
   const Body* caller_body_ = nullptr;
+  int call_depth_ = 0;
 };
 
 }  // namespace air::jinja

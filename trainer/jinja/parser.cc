@@ -144,6 +144,7 @@ class Parser {
 
   // Parses {% tag ... %} ... up to and including its end tag.
   StmtPtr parse_statement() {
+    Depth guard(*this);
     const Token& t = cur();
     const std::string& tag = t.text;
     if (tag == "if") return parse_if();
@@ -391,7 +392,19 @@ class Parser {
     return false;
   }
 
+  // Nesting is bounded so a hostile template cannot overflow the stack (here or in the evaluator).
+  struct Depth {
+    Parser& p;
+    explicit Depth(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth)
+        p.error(p.cur(), "expressions or blocks nested too deeply (the limit is " + std::to_string(kMaxDepth) + " parser levels)", Error::Kind::kUnsupported);
+    }
+    ~Depth() { --p.depth_; }
+  };
+  static constexpr int kMaxDepth = 256;
+
   ExprPtr parse_expression(bool with_condexpr) {
+    Depth guard(*this);
     return with_condexpr ? parse_condexpr() : parse_or();
   }
 
@@ -438,6 +451,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Depth guard(*this);
     if (cur().is_name("not")) {
       auto e = node(Expr::Kind::kNot, next());
       e->args.push_back(parse_not());
@@ -527,6 +541,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Depth guard(*this);
     const Token& t = cur();
     ExprPtr e;
     if (t.is_op("-") || t.is_op("+")) {
@@ -777,6 +792,7 @@ class Parser {
   std::map<std::string, int> slots_;
   std::vector<std::string> open_;
   int loop_depth_ = 0;
+  int depth_ = 0;
 };
 
 void point_literals(Expr& e) {

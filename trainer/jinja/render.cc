@@ -366,13 +366,21 @@ bool Evaluator::eval_add_chain(const Expr& e, Value* result, std::string* direct
     nodes[n++] = cur;
     cur = cur->args[0].get();
   }
-  // nodes[n-1] is the innermost `+`; cur is the leftmost operand.
-  Value values[32];
-  values[0] = eval(*cur);
+  // nodes[n-1] is the innermost `+`; cur is the leftmost operand. Only n + 1 values are constructed.
+  struct Values {
+    alignas(Value) unsigned char raw[32 * sizeof(Value)];
+    size_t count = 0;
+    Value& operator[](size_t i) { return reinterpret_cast<Value*>(raw)[i]; }
+    void push(Value v) { new (&(*this)[count++]) Value(std::move(v)); }
+    ~Values() {
+      for (size_t i = 0; i < count; ++i) (*this)[i].~Value();
+    }
+  } values;
+  values.push(eval(*cur));
   bool strings = values[0].is_string();
   size_t total = values[0].as_string().size();
   for (size_t i = 0; i < n; ++i) {
-    values[i + 1] = eval(*nodes[n - 1 - i]->args[1]);
+    values.push(eval(*nodes[n - 1 - i]->args[1]));
     strings = strings && values[i + 1].is_string();
     if (strings) total += values[i + 1].as_string().size();
   }
@@ -436,6 +444,9 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
       const Value* n = seq == &a ? &b : &a;
       if (seq && n->is_number() && n->kind() != K::kFloat) {
         int64_t times = std::max<int64_t>(0, n->as_int());
+        size_t unit = seq->is_string() ? seq->as_string().size() : seq->as_list().size() * sizeof(Value);
+        if (times > 0 && unit > 0 && static_cast<uint64_t>(times) > (uint64_t{1} << 30) / unit)
+          error(e, "the result of '*' would exceed 1 GiB");
         if (seq->is_string()) {
           std::string s;
           for (int64_t i = 0; i < times; ++i) s += seq->as_string();
@@ -575,6 +586,12 @@ Value Evaluator::eval_call(const Expr& e) {
 Value Evaluator::call_macro(const Expr& call, const Callable& macro) {
   if (macro.kind != Callable::Kind::kMacro) error(call, "'" + macro.name + "' is not a macro");
   const Stmt& m = *macro.macro;
+  struct CallDepth {
+    int& d;
+    explicit CallDepth(int& depth) : d(depth) { ++d; }
+    ~CallDepth() { --d; }
+  } depth(call_depth_);
+  if (call_depth_ > 200) error(call, "maximum recursion depth exceeded (macro '" + m.macro_name + "')");
   if (call.args.size() - 1 > m.param_slots.size())
     error(call, "macro '" + m.macro_name + "' takes not more than " + std::to_string(m.param_slots.size()) + " argument(s)");
   std::vector<Value> values(m.param_slots.size());
