@@ -172,16 +172,58 @@ bool filter_unsupported(Filter f) {
 
 namespace {
 
-std::string ascii_lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+// Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (Python maps all of
+// Unicode; chat templates case-map role names and keywords, rarely content).
+uint32_t cp_lower(uint32_t c) {
+  if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+  if ((c >= 0xc0 && c <= 0xde && c != 0xd7)) return c + 32;
+  if (c >= 0x100 && c <= 0x137) return c | 1;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c & 1) ? c + 1 : c;
+  if (c >= 0x14a && c <= 0x177) return c | 1;
+  if (c == 0x178) return 0xff;
+  if ((c >= 0x391 && c <= 0x3a9 && c != 0x3a2)) return c + 32;
+  if (c >= 0x410 && c <= 0x42f) return c + 32;
+  if (c >= 0x400 && c <= 0x40f) return c + 80;
+  return c;
+}
+uint32_t cp_upper(uint32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') ? c - 32 : c;
+  if (c == 0xb5) return 0x39c;
+  if ((c >= 0xe0 && c <= 0xfe && c != 0xf7)) return c - 32;
+  if (c == 0xff) return 0x178;
+  if (c >= 0x100 && c <= 0x137) return c & ~1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c & 1) ? c : c - 1;
+  if (c >= 0x14a && c <= 0x177) return c & ~1u;
+  if (c == 0x131) return 'I';
+  if (c == 0x17f) return 'S';
+  if (c == 0x3c2) return 0x3a3;
+  if ((c >= 0x3b1 && c <= 0x3c9)) return c - 32;
+  if (c >= 0x430 && c <= 0x44f) return c - 32;
+  if (c >= 0x450 && c <= 0x45f) return c - 80;
+  return c;
+}
+bool cp_cased(uint32_t c) { return cp_lower(c) != c || cp_upper(c) != c || c == 0xdf; }
+
+std::string map_case(std::string_view s, bool upper) {
+  std::string r;
+  r.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char b = s[i];
+    if (b < 0x80) {
+      r += static_cast<char>(upper ? std::toupper(b) : std::tolower(b));
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp = decode_utf8(s, i, &len);
+    if (upper && cp == 0xdf) r += "SS";  // ß
+    else append_utf8(upper ? cp_upper(cp) : cp_lower(cp), r);
+    i += len;
+  }
   return r;
 }
-std::string ascii_upper(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return r;
-}
+std::string lower_case(std::string_view s) { return map_case(s, false); }
+std::string upper_case(std::string_view s) { return map_case(s, true); }
 
 // strip / lstrip / rstrip with Python's semantics: whitespace, or any code point of `chars`.
 std::string_view py_strip(std::string_view s, const Value* chars, bool left, bool right) {
@@ -327,23 +369,24 @@ std::string py_replace(std::string_view s, std::string_view from, std::string_vi
 }
 
 std::string py_capitalize(std::string_view s) {
-  std::string r = ascii_lower(s);
-  if (!r.empty()) r[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(r[0])));
-  return r;
+  if (s.empty()) return std::string();
+  size_t len;
+  decode_utf8(s, 0, &len);
+  return map_case(s.substr(0, len), true) + map_case(s.substr(len), false);
 }
 
 // str.title(): a cased letter after an uncased character starts a word.
 std::string py_title(std::string_view s) {
-  std::string r(s);
+  std::string r;
   bool prev_cased = false;
-  for (char& c : r) {
-    unsigned char u = c;
-    if (std::isalpha(u)) {
-      c = static_cast<char>(prev_cased ? std::tolower(u) : std::toupper(u));
-      prev_cased = true;
-    } else {
-      prev_cased = u >= 0x80 && prev_cased;  // non-ASCII letters count as cased continuation
-    }
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    uint32_t cp = decode_utf8(s, i, &len);
+    bool cased = cp_cased(cp) || (cp < 0x80 && std::isalpha(static_cast<int>(cp)));
+    if (cased) r += map_case(s.substr(i, len), !prev_cased);
+    else r.append(s.substr(i, len));
+    prev_cased = cased;
+    i += len;
   }
   return r;
 }
@@ -360,8 +403,7 @@ std::string jinja_title(std::string_view s) {
       r.append(s.substr(i, len));
       at_start = true;
     } else {
-      if (len == 1) r += static_cast<char>(at_start ? std::toupper(s[i]) : std::tolower(s[i]));
-      else r.append(s.substr(i, len));
+      r += map_case(s.substr(i, len), at_start);
       at_start = false;
     }
     i += len;
@@ -426,7 +468,7 @@ std::string_view str_arg(Evaluator& ev, const Expr& at, const Value& v, const ch
 bool sort_less(Evaluator& ev, const Expr& at, const Value& a, const Value& b, bool case_sensitive) {
   int c;
   if (!case_sensitive && a.is_string() && b.is_string()) {
-    std::string x = ascii_lower(a.as_string()), y = ascii_lower(b.as_string());
+    std::string x = lower_case(a.as_string()), y = lower_case(b.as_string());
     return x < y;
   }
   if (!py_compare(a, b, &c))
@@ -590,8 +632,8 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     }
     case Filter::kLength:
     case Filter::kCount: return Value::integer(length_of(input));
-    case Filter::kUpper: return Value::string(ascii_upper(py_str(input)));
-    case Filter::kLower: return Value::string(ascii_lower(py_str(input)));
+    case Filter::kUpper: return Value::string(upper_case(py_str(input)));
+    case Filter::kLower: return Value::string(lower_case(py_str(input)));
     case Filter::kCapitalize: return Value::string(py_capitalize(py_str(input)));
     case Filter::kTitle: return Value::string(jinja_title(py_str(input)));
     case Filter::kString: return str_value(input);
@@ -697,7 +739,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       std::vector<Value> seen;
       for (const Value& v : *items) {
         Value k = attr.empty() ? v : attribute_path(*this, e, v, attr);
-        if (!cs && k.is_string()) k = Value::string(ascii_lower(k.as_string()));
+        if (!cs && k.is_string()) k = Value::string(lower_case(k.as_string()));
         bool dup = false;
         for (const Value& s : seen)
           if (py_equal(s, k)) { dup = true; break; }
@@ -841,6 +883,11 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     }
     case Filter::kIndent: {
       Args a = args({"width", "first", "blank"});
+      // jinja2 appends "\n" to its input first: anything but a string fails there.
+      if (!input.is_string()) {
+        require_defined(input, e);
+        error(e, "unsupported operand type(s) for +=: '" + std::string(input.type_name()) + "' and 'str'");
+      }
       std::string ind = a.has(0) && a[0].is_string() ? std::string(a[0].as_string())
                                                      : std::string(a.has(0) ? static_cast<size_t>(std::max<int64_t>(0, int_arg(*this, e, a[0], "indent"))) : 4, ' ');
       bool first = a.has(1) && a[1].truthy();
@@ -1017,14 +1064,8 @@ bool Evaluator::call_test(const Expr& at, int test, const Value& v, const std::v
     case Test::kLower:
     case Test::kUpper: {
       std::string s = py_str(v);
-      bool cased = false;
-      for (unsigned char c : s) {
-        if (std::isalpha(c)) {
-          cased = true;
-          if (static_cast<Test>(test) == Test::kLower ? std::isupper(c) : std::islower(c)) return false;
-        }
-      }
-      return cased;
+      return static_cast<Test>(test) == Test::kLower ? (lower_case(s) == s && upper_case(s) != s)
+                                                     : (upper_case(s) == s && lower_case(s) != s);
     }
     case Test::kFilter: return v.is_string() && find_filter(v.as_string()) >= 0;
     case Test::kTest: return v.is_string() && find_test(v.as_string()) >= 0;
@@ -1073,8 +1114,8 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
       Args a = args({"keepends"});
       return Value::list(py_splitlines(obj, a.has(0) && a[0].truthy()));
     }
-    if (id == M::k_upper) { args({}); return Value::string(ascii_upper(s)); }
-    if (id == M::k_lower) { args({}); return Value::string(ascii_lower(s)); }
+    if (id == M::k_upper) { args({}); return Value::string(upper_case(s)); }
+    if (id == M::k_lower) { args({}); return Value::string(lower_case(s)); }
     if (id == M::k_title) { args({}); return Value::string(py_title(s)); }
     if (id == M::k_capitalize) { args({}); return Value::string(py_capitalize(s)); }
     if (id == M::k_replace) {
@@ -1123,16 +1164,8 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
         }
         return Value::boolean(true);
       }
-      if (id == M::k_islower || id == M::k_isupper) {
-        bool cased = false;
-        for (unsigned char c : s) {
-          if (std::isalpha(c)) {
-            cased = true;
-            if (id == M::k_islower ? std::isupper(c) : std::islower(c)) return Value::boolean(false);
-          }
-        }
-        return Value::boolean(cased);
-      }
+      if (id == M::k_islower) return Value::boolean(lower_case(s) == s && upper_case(s) != s);
+      if (id == M::k_isupper) return Value::boolean(upper_case(s) == s && lower_case(s) != s);
       for (unsigned char c : s) {
         bool ok = id == M::k_isdigit ? std::isdigit(c) : id == M::k_isalpha ? std::isalpha(c) : std::isalnum(c);
         if (!ok) return Value::boolean(false);
@@ -1202,6 +1235,120 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
   Value missing = get_attr(obj, m);
   if (missing.is_undefined()) error(call, missing.undefined_message());
   error(call, "'" + std::string(missing.type_name()) + "' object is not callable");
+}
+
+// ---- printf-style formatting: 'text %s %d' % args ----
+
+Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Value& args) {
+  // A tuple supplies the arguments one by one; anything else (a list too) is the single argument.
+  List single;
+  const List* items = nullptr;
+  if (args.is_tuple()) {
+    items = &args.as_list();
+  } else {
+    single.push_back(args);
+    items = &single;
+  }
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    size_t start = i++;
+    if (i < fmt.size() && fmt[i] == '(') error(at, "%(name)s formatting", Error::Kind::kUnsupported);
+    bool left = false, zero = false, plus = false, space = false;
+    for (; i < fmt.size() && std::strchr("-0+ #", fmt[i]); ++i) {
+      left |= fmt[i] == '-';
+      zero |= fmt[i] == '0';
+      plus |= fmt[i] == '+';
+      space |= fmt[i] == ' ';
+    }
+    auto number = [&](int* out_n) {
+      if (i < fmt.size() && fmt[i] == '*') error(at, "'*' widths in % formatting", Error::Kind::kUnsupported);
+      bool any = false;
+      int n = 0;
+      for (; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i) {
+        n = n * 10 + (fmt[i] - '0');
+        any = true;
+      }
+      if (any) *out_n = n;
+      return any;
+    };
+    int width = 0, precision = -1;
+    number(&width);
+    if (i < fmt.size() && fmt[i] == '.') {
+      ++i;
+      precision = 0;
+      number(&precision);
+    }
+    if (i >= fmt.size()) error(at, "incomplete format");
+    char conv = fmt[i];
+    if (conv == '%') {
+      out += '%';
+      continue;
+    }
+    if (!std::strchr("srdiufFeExXo", conv)) {
+      char b[96];
+      std::snprintf(b, sizeof b, "unsupported format character '%c' (0x%x) at index %zu", conv,
+                    static_cast<unsigned char>(conv), i);
+      error(at, b);
+    }
+    if (next >= items->size()) error(at, "not enough arguments for format string");
+    const Value& v = (*items)[next++];
+    std::string body;
+    bool numeric = conv != 's' && conv != 'r';
+    if (conv == 's') {
+      body = py_str(v);
+      if (precision >= 0 && cp_count(body) > static_cast<size_t>(precision)) {
+        size_t cut = 0;
+        for (int k = 0; k < precision; ++k) {
+          size_t len;
+          decode_utf8(body, cut, &len);
+          cut += len;
+        }
+        body.resize(cut);
+      }
+    } else if (conv == 'r') {
+      py_repr(v, body);
+    } else {
+      require_defined(v, at);
+      if (!v.is_number()) {
+        error(at, std::string("%") + conv + " format: a " + (std::strchr("xXo", conv) ? "integer" : "real number") +
+                      " is required, not " + std::string(v.type_name()));
+      }
+      char spec[16], buf[512];
+      if (std::strchr("diu", conv) || std::strchr("xXo", conv)) {
+        if (std::strchr("xXo", conv) && v.kind() == Value::Kind::kFloat)
+          error(at, std::string("%") + conv + " format: an integer is required, not float");
+        long long n = v.kind() == Value::Kind::kFloat ? static_cast<long long>(v.as_float()) : v.as_int();
+        std::snprintf(spec, sizeof spec, "%%%s%s%s", plus ? "+" : (space ? " " : ""),
+                      precision >= 0 ? ".*" : "", std::strchr("diu", conv) ? "lld" : (conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo"));
+        if (precision >= 0) std::snprintf(buf, sizeof buf, spec, precision, n);
+        else std::snprintf(buf, sizeof buf, spec, n);
+      } else {
+        std::snprintf(spec, sizeof spec, "%%%s.*%c", plus ? "+" : (space ? " " : ""), conv);
+        std::snprintf(buf, sizeof buf, spec, precision >= 0 ? precision : 6, v.as_float());
+      }
+      body = buf;
+    }
+    size_t len = cp_count(body);
+    if (static_cast<size_t>(width) > len) {
+      size_t pad = width - len;
+      if (left) body.append(pad, ' ');
+      else if (zero && numeric) {
+        size_t sign = !body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ') ? 1 : 0;
+        body.insert(sign, pad, '0');
+      } else {
+        body.insert(0, pad, ' ');
+      }
+    }
+    out += body;
+    (void)start;
+  }
+  if (next < items->size() && !(args.is_dict() && next == 0)) error(at, "not all arguments converted during string formatting");
+  return Value::string(std::move(out));
 }
 
 // ---- globals ----

@@ -25,6 +25,7 @@ class Evaluator {
   bool call_test(const Expr& at, int test, const Value& v, const std::vector<Value>& args);
   Value call_method(const Expr& call, const Value& object, const std::string& method);
   Value call_global(const Expr& call, int global);
+  Value format_percent(const Expr& at, std::string_view fmt, const Value& args);
   Value call_macro(const Expr& call, const Callable& macro);
   Value get_attr(const Value& obj, std::string_view name);
   Value get_item(const Value& obj, const Value& key, const Expr& at);

@@ -426,11 +426,14 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
         s += b.as_string();
         return Value::string(std::move(s));
       }
-      if (a.is_list() && b.is_list()) {
+      if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
         List l = a.as_list();
         l.insert(l.end(), b.as_list().begin(), b.as_list().end());
-        return Value::list(std::move(l));
+        return a.is_tuple() ? Value::tuple(std::move(l)) : Value::list(std::move(l));
       }
+      if (a.is_list() && b.is_list())
+        error(e, std::string("can only concatenate ") + (a.is_tuple() ? "tuple" : "list") + " (not \"" +
+                     (b.is_tuple() ? "tuple" : "list") + "\") to " + (a.is_tuple() ? "tuple" : "list"));
       if (a.is_string() || a.is_list())
         error(e, std::string("can only concatenate ") + std::string(a.type_name()) + " (not \"" +
                      std::string(b.type_name()) + "\") to " + std::string(a.type_name()));
@@ -454,7 +457,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
         }
         List l;
         for (int64_t i = 0; i < times; ++i) l.insert(l.end(), seq->as_list().begin(), seq->as_list().end());
-        return Value::list(std::move(l));
+        return seq->is_tuple() ? Value::tuple(std::move(l)) : Value::list(std::move(l));
       }
       type_error(*this, e, "*", a, b);
     }
@@ -481,7 +484,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
         }
         return Value::integer(a.as_int() - floor_div(a.as_int(), b.as_int()) * b.as_int());
       }
-      if (a.is_string()) error(e, "printf-style string formatting ('...' % value)", Error::Kind::kUnsupported);
+      if (a.is_string()) return format_percent(e, a.as_string(), b);
       type_error(*this, e, "%", a, b);
     case Expr::Op::kPow:
       if (nums) {

@@ -96,7 +96,7 @@ std::string_view Value::type_name() const {
     case Kind::kInt: return "int";
     case Kind::kFloat: return "float";
     case Kind::kString: return "str";
-    case Kind::kList: return "list";
+    case Kind::kList: return tuple_ ? "tuple" : "list";
     case Kind::kDict: return "dict";
     case Kind::kNamespace: return "Namespace";
     case Kind::kLoop: return "LoopContext";
