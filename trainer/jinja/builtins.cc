@@ -604,6 +604,12 @@ std::shared_ptr<const List> Evaluator::iterate(const Value& v, const Expr& at) {
 
 // ---- filters ----
 
+Value Evaluator::to_int(const Expr& at, double d) {
+  if (std::isnan(d)) error(at, "cannot convert float NaN to integer");
+  if (!(d > -9.2e18 && d < 9.2e18)) error(at, "integer beyond 64 bits (Python's integers are unbounded)", Error::Kind::kUnsupported);
+  return Value::integer(static_cast<int64_t>(d));
+}
+
 Value Evaluator::call_filter(const Expr& e, const Value& input) {
   auto f = static_cast<Filter>(e.slot);
   auto args = [&](std::initializer_list<const char*> params) { return bind_args(*this, e, 1, params, e.name.c_str()); };
@@ -828,7 +834,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       if (input.kind() == Value::Kind::kFloat) {
         double d = input.as_float();
         if (std::isnan(d) || std::isinf(d)) return def;
-        return Value::integer(static_cast<int64_t>(d));
+        return to_int(e, d);
       }
       if (input.is_number()) return Value::integer(input.as_int());
       if (input.is_string()) {
@@ -839,8 +845,9 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
         errno = 0;
         long long v = std::strtoll(digits.c_str(), &end, a.has(1) ? static_cast<int>(int_arg(*this, e, a[1], "base")) : 10);
         if (!digits.empty() && end && *end == 0 && errno == 0) return Value::integer(v);
+        if (errno == ERANGE) error(e, "integer beyond 64 bits (Python's integers are unbounded)", Error::Kind::kUnsupported);
         double d = std::strtod(s.c_str(), &end);
-        if (!s.empty() && end && *end == 0) return Value::integer(static_cast<int64_t>(d));
+        if (!s.empty() && end && *end == 0 && std::isfinite(d)) return to_int(e, d);
       }
       return def;
     }
@@ -858,7 +865,10 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     }
     case Filter::kAbs:
       if (input.kind() == Value::Kind::kFloat) return Value::number(std::fabs(input.as_float()));
-      if (input.is_number()) return Value::integer(std::llabs(input.as_int()));
+      if (input.is_number()) {
+        if (input.as_int() == INT64_MIN) checked(e, true, 0);
+        return Value::integer(input.as_int() < 0 ? -input.as_int() : input.as_int());
+      }
       error(e, "bad operand type for abs(): '" + std::string(input.type_name()) + "'");
     case Filter::kRound: {
       Args a = args({"precision", "method"});
@@ -956,7 +966,10 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
         Value x = a.has(0) && !a[0].is_none() ? attribute_path(*this, e, v, py_str(a[0])) : v;
         if (!x.is_number() || !total.is_number()) error(e, "unsupported operand type(s) for +: '" + std::string(total.type_name()) + "' and '" + std::string(x.type_name()) + "'");
         if (x.kind() == Value::Kind::kFloat || total.kind() == Value::Kind::kFloat) total = Value::number(total.as_float() + x.as_float());
-        else total = Value::integer(total.as_int() + x.as_int());
+        else {
+          int64_t r;
+          total = checked_add(e, total.as_int(), x.as_int());
+        }
       }
       return total;
     }
@@ -1322,7 +1335,7 @@ Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Valu
       if (std::strchr("diu", conv) || std::strchr("xXo", conv)) {
         if (std::strchr("xXo", conv) && v.kind() == Value::Kind::kFloat)
           error(at, std::string("%") + conv + " format: an integer is required, not float");
-        long long n = v.kind() == Value::Kind::kFloat ? static_cast<long long>(v.as_float()) : v.as_int();
+        long long n = v.kind() == Value::Kind::kFloat ? to_int(at, v.as_float()).as_int() : v.as_int();
         std::snprintf(spec, sizeof spec, "%%%s%s%s", plus ? "+" : (space ? " " : ""),
                       precision >= 0 ? ".*" : "", std::strchr("diu", conv) ? "lld" : (conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo"));
         if (precision >= 0) std::snprintf(buf, sizeof buf, spec, precision, n);
@@ -1416,9 +1429,10 @@ Value Evaluator::call_global(const Expr& call, int global) {
       int64_t start = p.size() == 1 ? 0 : p[0], stop = p.size() == 1 ? p[0] : p[1], step = p.size() == 3 ? p[2] : 1;
       if (step == 0) error(call, "range() arg 3 must not be zero");
       List out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+      for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
         out.push_back(Value::integer(i));
         if (out.size() > 100000) error(call, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+        if (__builtin_add_overflow(i, step, &i)) break;
       }
       return Value::list(std::move(out));
     }

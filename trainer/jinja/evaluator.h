@@ -43,6 +43,11 @@ class Evaluator {
   void close_scope(size_t mark);
   Value eval_binary(const Expr& e);
   Value binary_op(const Expr& e, Value a, Value b);
+  Value checked(const Expr& e, bool overflowed, int64_t v);
+  Value checked_add(const Expr& e, int64_t a, int64_t b);
+  Value checked_sub(const Expr& e, int64_t a, int64_t b);
+  Value checked_mul(const Expr& e, int64_t a, int64_t b);
+  Value to_int(const Expr& at, double d);  // Python's int(float), within 64 bits
   bool eval_add_chain(const Expr& e, Value* result, std::string* direct);
   Value eval_compare(const Expr& e);
   Value eval_call(const Expr& e);

@@ -287,7 +287,10 @@ Value Evaluator::eval(const Expr& e) {
       Value v = eval(*e.args[0]);
       require_defined(v, e);
       if (v.kind() == Value::Kind::kFloat) return Value::number(e.kind == Expr::Kind::kNeg ? -v.as_float() : v.as_float());
-      if (v.is_number()) return Value::integer(e.kind == Expr::Kind::kNeg ? -v.as_int() : v.as_int());
+      if (v.is_number()) {
+        if (e.kind == Expr::Kind::kNeg && v.as_int() == INT64_MIN) checked(e, true, 0);
+        return Value::integer(e.kind == Expr::Kind::kNeg ? -v.as_int() : v.as_int());
+      }
       error(e, std::string("bad operand type for unary ") + (e.kind == Expr::Kind::kNeg ? "-" : "+") + ": '" + std::string(v.type_name()) + "'");
     }
     case Expr::Kind::kNot: return Value::boolean(!eval(*e.args[0]).truthy());
@@ -346,6 +349,31 @@ namespace {
   ev.error(e, std::string("unsupported operand type(s) for ") + op + ": '" + std::string(a.type_name()) + "' and '" +
                   std::string(b.type_name()) + "'");
 }
+
+}  // namespace
+
+// Python's integers are unbounded; ours are 64-bit: past that is an error, never a wrapped number.
+Value Evaluator::checked(const Expr& e, bool overflowed, int64_t v) {
+  if (overflowed) error(e, "integer arithmetic beyond 64 bits (Python's integers are unbounded)", Error::Kind::kUnsupported);
+  return Value::integer(v);
+}
+Value Evaluator::checked_add(const Expr& e, int64_t a, int64_t b) {
+  int64_t r;
+  bool over = __builtin_add_overflow(a, b, &r);
+  return checked(e, over, r);
+}
+Value Evaluator::checked_sub(const Expr& e, int64_t a, int64_t b) {
+  int64_t r;
+  bool over = __builtin_sub_overflow(a, b, &r);
+  return checked(e, over, r);
+}
+Value Evaluator::checked_mul(const Expr& e, int64_t a, int64_t b) {
+  int64_t r;
+  bool over = __builtin_mul_overflow(a, b, &r);
+  return checked(e, over, r);
+}
+
+namespace {
 
 int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -418,7 +446,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
   bool floats = nums && (a.kind() == K::kFloat || b.kind() == K::kFloat);
   switch (e.op) {
     case Expr::Op::kAdd:
-      if (nums) return floats ? Value::number(a.as_float() + b.as_float()) : Value::integer(a.as_int() + b.as_int());
+      if (nums) return floats ? Value::number(a.as_float() + b.as_float()) : checked_add(e, a.as_int(), b.as_int());
       if (a.is_string() && b.is_string()) {
         std::string s;
         s.reserve(a.as_string().size() + b.as_string().size());
@@ -439,10 +467,10 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
                      std::string(b.type_name()) + "\") to " + std::string(a.type_name()));
       type_error(*this, e, "+", a, b);
     case Expr::Op::kSub:
-      if (nums) return floats ? Value::number(a.as_float() - b.as_float()) : Value::integer(a.as_int() - b.as_int());
+      if (nums) return floats ? Value::number(a.as_float() - b.as_float()) : checked_sub(e, a.as_int(), b.as_int());
       type_error(*this, e, "-", a, b);
     case Expr::Op::kMul: {
-      if (nums) return floats ? Value::number(a.as_float() * b.as_float()) : Value::integer(a.as_int() * b.as_int());
+      if (nums) return floats ? Value::number(a.as_float() * b.as_float()) : checked_mul(e, a.as_int(), b.as_int());
       const Value* seq = a.is_string() || a.is_list() ? &a : (b.is_string() || b.is_list() ? &b : nullptr);
       const Value* n = seq == &a ? &b : &a;
       if (seq && n->is_number() && n->kind() != K::kFloat) {
@@ -471,6 +499,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
       if (nums) {
         if (b.as_float() == 0) error(e, floats ? "float floor division by zero" : "integer division or modulo by zero");
         if (floats) return Value::number(std::floor(a.as_float() / b.as_float()));
+        if (a.as_int() == INT64_MIN && b.as_int() == -1) checked(e, true, 0);
         return Value::integer(floor_div(a.as_int(), b.as_int()));
       }
       type_error(*this, e, "//", a, b);
@@ -482,6 +511,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
           if (r != 0 && ((r < 0) != (b.as_float() < 0))) r += b.as_float();
           return Value::number(r);
         }
+        if (b.as_int() == -1) return Value::integer(0);
         return Value::integer(a.as_int() - floor_div(a.as_int(), b.as_int()) * b.as_int());
       }
       if (a.is_string()) return format_percent(e, a.as_string(), b);
@@ -490,7 +520,10 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
       if (nums) {
         if (!floats && b.as_int() >= 0) {
           int64_t r = 1;
-          for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
+          for (int64_t i = 0; i < b.as_int() && r != 0; ++i) {
+            r = checked_mul(e, r, a.as_int()).as_int();
+            if (r == 1 || (r == -1 && a.as_int() == -1 && (b.as_int() - i - 1) % 2 == 0)) break;
+          }
           return Value::integer(r);
         }
         return Value::number(std::pow(a.as_float(), b.as_float()));
