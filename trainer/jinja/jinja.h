@@ -60,6 +60,9 @@ class Template {
   // Renders with `context` as the template's variables (messages, tools, add_generation_prompt,
   // bos_token, eos_token, ... as transformers passes them). Thread-safe. Throws Error.
   Rendered render(const nlohmann::json& context, const RenderOptions& options = {}) const;
+  // The same with the context's key order kept (Python dicts keep insertion order: `tojson` and `items`
+  // write keys in that order, so a context parsed as ordered_json renders tools exactly as transformers does).
+  Rendered render(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
 
   bool has_generation_blocks() const;
   const std::string& name() const;
