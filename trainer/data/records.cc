@@ -197,7 +197,7 @@ Record record_from_json(const nlohmann::json& j, DataFormat format, const std::s
       }
       break;
     case DataFormat::kMessages:
-      r.messages = message_list(j, find(j, "messages") ? "messages" : "conversations", where);
+      r.messages = message_list(j, find(j, "conversations") && !find(j, "messages") ? "conversations" : "messages", where);
       break;
     case DataFormat::kShareGpt:
       r.messages = sharegpt_messages(j, where);
