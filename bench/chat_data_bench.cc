@@ -1,6 +1,6 @@
 // bench/chat_data.sh: render + tokenize + mask of a conversation corpus on all cores (air_data's
 // load_examples, exactly what air-train runs before training, without the cache).
-//   chat_data_bench TOKENIZER_DIR MESSAGES.jsonl [THREADS]
+//   chat_data_bench TOKENIZER_DIR MESSAGES.jsonl [THREADS] [TRAIN_ON]  (train_on all: one render, no prefix renders)
 // Prints one line: conversations, renders, tokens, seconds, conversations/s.
 #include <chrono>
 #include <iostream>
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     TextEncoder enc;
     enc.tokenizer = tok;
     enc.encode = [tok](const std::string& s) { return tok->encode(s, false); };
-    ExampleBuilder builder(enc, &*tmpl, TrainOn::kAssistant);
+    ExampleBuilder builder(enc, &*tmpl, parse_train_on(argc > 4 ? argv[4] : "assistant").value_or(TrainOn::kAssistant));
     DataSettings s;
     s.max_seq_len = 1 << 30;
     s.threads = argc > 3 ? std::stoi(argv[3]) : 0;

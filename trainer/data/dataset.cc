@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <thread>
 
 #include "core/base/error.h"
+#include "trainer/data/parallel.h"
 #include "trainer/tokenizer/tokenizer.h"
 
 namespace air::train {
@@ -120,15 +120,13 @@ LoadedData load_examples(const std::vector<std::string>& files, const DataSettin
   std::vector<Example> built(n);
   std::vector<std::string> error(n);
   std::vector<uint8_t> failed(n, 0);
-  std::atomic<size_t> next{0};
   std::atomic<bool> fatal{false};
   std::string fatal_message, fatal_hint;
   std::mutex fatal_mu;
-  auto work = [&] {
-    for (;;) {
-      const size_t begin = next.fetch_add(256);
-      if (begin >= n || fatal) return;
-      for (size_t i = begin; i < std::min(n, begin + 256); ++i) {
+  parallel_for(
+      n,
+      [&](size_t i) {
+        if (fatal) return;
         try {
           built[i] = builder.build(records[i]);
         } catch (const RecordError& e) {
@@ -137,17 +135,9 @@ LoadedData load_examples(const std::vector<std::string>& files, const DataSettin
         } catch (const Error& e) {  // not the record's fault (no template): stop
           std::lock_guard<std::mutex> lock(fatal_mu);
           if (!fatal.exchange(true)) fatal_message = e.what(), fatal_hint = e.hint();
-          return;
         }
-      }
-    }
-  };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = std::min<size_t>(settings.threads > 0 ? static_cast<size_t>(settings.threads) : hw, std::max<size_t>(1, n / 256 + 1));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+      },
+      settings.threads > 0 ? static_cast<size_t>(settings.threads) : 0, 32);
   if (fatal) throw Error(fatal_message, fatal_hint);
 
   std::vector<std::string> errors;

@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "trainer/data/alpaca_record.h"
+#include "trainer/data/parallel.h"
 #include "trainer/data/parquet.h"
 
 namespace air::train {
@@ -246,6 +247,7 @@ class Collector {
       bad(e.what());
     }
   }
+  void take(Record r) { out_.records.push_back(std::move(r)); }
   void bad(const std::string& message) {
     if (o_.skip_bad) {
       ++out_.skipped;
@@ -283,20 +285,55 @@ class Collector {
   size_t errors_total_ = 0;
 };
 
+// Lines are read in chunks and each chunk's records parsed and checked on every core, then taken in order.
 ReadResult read_jsonl(const std::string& path, const ReadOptions& o) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read dataset " + path);
   Collector c(path, o);
-  std::string line;
-  for (int n = 1; !c.full() && !c.too_many() && std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(n);
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) {
-      c.bad(where + ": not valid JSON");
-      continue;
+  constexpr size_t kChunk = 16384;
+  struct Parsed {
+    std::optional<Record> record;
+    std::string error;
+  };
+  std::vector<std::pair<int, std::string>> lines;
+  std::vector<Parsed> parsed;
+  int n = 0;
+  bool eof = false;
+  while (!eof && !c.full() && !c.too_many()) {
+    lines.clear();
+    std::string line;
+    while (lines.size() < kChunk && !(eof = !std::getline(in, line)))
+      if (++n, line.find_first_not_of(" \t\r") != std::string::npos) lines.emplace_back(n, std::move(line));
+    if (lines.empty()) break;
+    size_t from = 0;
+    while (c.format() == DataFormat::kAuto && from < lines.size()) {  // the first record settles the format
+      const std::string where = path + ":" + std::to_string(lines[from].first);
+      auto j = nlohmann::json::parse(lines[from].second, nullptr, false);
+      ++from;
+      if (j.is_discarded()) c.bad(where + ": not valid JSON");
+      else c.add(j, where);
     }
-    c.add(j, where);
+    const DataFormat f = c.format();
+    parsed.assign(lines.size() - from, Parsed{});
+    parallel_for(parsed.size(), [&](size_t k) {
+      const auto& [number, text] = lines[from + k];
+      const std::string where = path + ":" + std::to_string(number);
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      if (j.is_discarded()) {
+        parsed[k].error = where + ": not valid JSON";
+        return;
+      }
+      try {
+        parsed[k].record = record_from_json(j, f, where);
+      } catch (const RecordError& e) {
+        parsed[k].error = e.what();
+      }
+    });
+    for (auto& p : parsed) {
+      if (c.full() || c.too_many()) break;
+      if (p.record) c.take(std::move(*p.record));
+      else c.bad(p.error);
+    }
   }
   return c.finish();
 }
