@@ -9,30 +9,11 @@ oracle_src=$src/tests/trainer/llama3
 work=$(cd "$bin/.." && pwd)/tokenizer-oracle
 check=$bin/tokenizer_oracle_check
 
-for tool in node npm; do
-  command -v $tool >/dev/null || { echo "skipped: $tool is not installed (scripts/setup installs it)"; exit 125; }
-done
 [ -x "$check" ] || { echo "error: $check is missing; build the project first"; exit 1; }
-mkdir -p "$work"
 
 # 1. The oracle packages, installed once per build tree (npm's cache lives there too).
-pkg_stamp=$(cat "$oracle_src/package.json" "$oracle_src/package-lock.json" | sha256sum | cut -c1-16)
-if [ "$(cat "$work/.installed" 2>/dev/null)" != "$pkg_stamp" ]; then
-  cp "$oracle_src/package.json" "$oracle_src/package-lock.json" "$work/"
-  # Few retries: without a registry the test should skip in seconds, not minutes.
-  if ! (cd "$work" && npm install --ignore-scripts --no-audit --no-fund --cache "$work/npm-cache" \
-        --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
-        >"$work/npm-install.log" 2>&1); then
-    if ! (cd "$work" && timeout 30 npm ping --cache "$work/npm-cache" >/dev/null 2>&1); then
-      echo "skipped: npm cannot reach its registry, so the reference tokenizer cannot be installed"
-      echo "  (see $work/npm-install.log)"
-      exit 125
-    fi
-    echo "error: npm install failed although the registry answers:"; tail -20 "$work/npm-install.log"; exit 1
-  fi
-  echo "$pkg_stamp" >"$work/.installed"
-fi
-cp "$oracle_src"/*.mjs "$work/"
+source "$(dirname "$0")/lib/npm_oracle.bash"
+npm_oracle_install "$oracle_src" "$work" "the reference tokenizer"
 cd "$work"
 
 # 2. Meta's tokenizer.json, the test strings and Hugging Face's ids, regenerated when the scripts change.

@@ -1,4 +1,4 @@
-// Byte-level BPE merging (see bpe_model.h). Merges are applied lowest rank first, leftmost first on ties,
+// BPE merging (see bpe_model.h). Merges are applied lowest rank first, leftmost first on ties,
 // through a heap over a linked list of symbols: O(n log n) even for very long pieces.
 #include "trainer/tokenizer/bpe_model.h"
 
@@ -13,13 +13,6 @@ uint64_t pair_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
 
-struct Symbol {
-  int32_t id;
-  int32_t prev;
-  int32_t next;
-  bool alive;
-};
-
 struct Candidate {
   int32_t rank;
   int32_t pos;
@@ -29,16 +22,40 @@ struct Candidate {
 
 constexpr size_t kMaxCachedPiece = 256;
 
+// Length of the UTF-8 character starting with byte `c` at i (1 for a malformed byte).
+size_t utf8_length(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  if (i + n > s.size()) return 1;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 1;
+  }
+  return n;
+}
+
 }  // namespace
+
+struct BpeModel::Symbol {
+  int32_t id;
+  int32_t prev;
+  int32_t next;
+  uint32_t length;  // bytes of the piece it covers
+  bool alive;
+};
 
 BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::vector<BpeMerge>& merges,
                    BpeModelOptions options)
     : options_(options) {
   vocab_.reserve(vocab.size());
   for (auto& [k, v] : vocab) vocab_.emplace(k, v);
+  static const char* const kHex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) {
-    auto it = vocab_.find(std::string_view(reinterpret_cast<const char*>(&b), 1));
-    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+    char c = static_cast<char>(b);
+    auto it = vocab_.find(std::string_view(&c, 1));
+    byte_ids_[b] = it == vocab_.end() || (!options_.byte_level && b >= 0x80) ? -1 : it->second;
+    std::string name = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
+    auto fb = vocab_.find(name);
+    fallback_ids_[b] = fb == vocab_.end() ? -1 : fb->second;
   }
   merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -52,16 +69,22 @@ BpeModel::BpeModel(BpeModel&& o) noexcept
     : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), options_(o.options_),
       cache_(std::move(o.cache_)) {
   std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
+  std::copy(std::begin(o.fallback_ids_), std::end(o.fallback_ids_), fallback_ids_);
 }
 
-void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out) const {
+void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
   if (piece.empty()) return;
   if (options_.ignore_merges) {
     auto it = vocab_.find(piece);
     if (it != vocab_.end()) {
       out.push_back(it->second);
+      if (lengths) lengths->push_back(static_cast<uint32_t>(piece.size()));
       return;
     }
+  }
+  if (lengths) {
+    merge(piece, out, lengths);
+    return;
   }
   bool cacheable = piece.size() <= kMaxCachedPiece && options_.cache_capacity > 0;
   if (cacheable) {
@@ -73,7 +96,7 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out) const {
     }
   }
   size_t first = out.size();
-  merge(piece, out);
+  merge(piece, out, nullptr);
   if (cacheable) {
     std::unique_lock lock(cache_mutex_);
     if (cache_.size() < options_.cache_capacity) {
@@ -82,23 +105,64 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out) const {
   }
 }
 
-void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out) const {
+// The piece's symbols before any merge: its bytes (byte-level) or characters, with the unknown ones as
+// byte-fallback tokens or the unknown token (consecutive ones fused into one when fuse_unk), as Hugging
+// Face's BPE::merge_word does; without an unknown token they are dropped.
+void BpeModel::initial_symbols(std::string_view piece, std::vector<Symbol>& syms) const {
+  bool pending_unk = false;  // the last symbol is an unk that may absorb the next unknown one (fuse_unk)
+  auto add = [&](int32_t id, size_t len) {
+    auto n = static_cast<int32_t>(syms.size());
+    syms.push_back({id, n - 1, n + 1, static_cast<uint32_t>(len), true});
+  };
+  auto unknown = [&](size_t len) {
+    if (!options_.unk_id) return;
+    if (pending_unk && options_.fuse_unk) {
+      syms.back().length += static_cast<uint32_t>(len);
+      return;
+    }
+    add(*options_.unk_id, len);
+    pending_unk = true;
+  };
+  if (options_.byte_level) {
+    for (char c : piece) {
+      int32_t id = byte_ids_[static_cast<unsigned char>(c)];
+      if (id < 0) {
+        unknown(1);
+      } else {
+        add(id, 1);
+        pending_unk = false;
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < piece.size();) {
+    size_t len = utf8_length(piece, i);
+    auto first = static_cast<unsigned char>(piece[i]);
+    int32_t id = -1;
+    if (first < 0x80) {
+      id = byte_ids_[first];
+    } else if (auto it = vocab_.find(piece.substr(i, len)); it != vocab_.end()) {
+      id = it->second;
+    }
+    if (id >= 0) {
+      add(id, len);
+      pending_unk = false;
+    } else if (options_.byte_fallback &&
+               std::all_of(piece.begin() + static_cast<std::ptrdiff_t>(i),
+                           piece.begin() + static_cast<std::ptrdiff_t>(i + len),
+                           [&](char c) { return fallback_ids_[static_cast<unsigned char>(c)] >= 0; })) {
+      for (size_t k = i; k < i + len; ++k) add(fallback_ids_[static_cast<unsigned char>(piece[k])], 1);
+    } else {
+      unknown(len);
+    }
+    i += len;
+  }
+}
+
+void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
   std::vector<Symbol> syms;
   syms.reserve(piece.size());
-  bool pending_unk = false;  // an unk symbol is open and may absorb the next unknown byte (fuse_unk)
-  for (char c : piece) {
-    int32_t id = byte_ids_[static_cast<unsigned char>(c)];
-    if (id < 0) {
-      if (!options_.unk_id) continue;
-      if (pending_unk && options_.fuse_unk) continue;
-      id = *options_.unk_id;
-      pending_unk = true;
-    } else {
-      pending_unk = false;
-    }
-    auto n = static_cast<int32_t>(syms.size());
-    syms.push_back({id, n - 1, n + 1, true});
-  }
+  initial_symbols(piece, syms);
   if (syms.empty()) return;
   syms.back().next = -1;
 
@@ -122,13 +186,16 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out) const {
     Symbol& right = syms[left.next];
     right.alive = false;
     left.id = top.result;
+    left.length += right.length;
     left.next = right.next;
     if (left.next >= 0) syms[left.next].prev = top.pos;
     if (left.prev >= 0) consider(left.prev);
     consider(top.pos);
   }
   for (const Symbol& s : syms) {
-    if (s.alive) out.push_back(s.id);
+    if (!s.alive) continue;
+    out.push_back(s.id);
+    if (lengths) lengths->push_back(s.length);
   }
 }
 

@@ -1,5 +1,8 @@
-// The byte-level BPE model: turns one pre-tokenized piece (raw bytes) into token ids by applying merges in
-// rank order, exactly as Hugging Face's `tokenizers` BPE does, with a cache for repeated pieces.
+// The BPE model: turns one pre-tokenized piece into token ids by applying merges in rank order, exactly as
+// Hugging Face's `tokenizers` BPE does, with a cache for repeated pieces. Byte-level models (GPT-2, Llama 3,
+// Qwen) start from the piece's bytes; the others (SentencePiece-style: Gemma, Llama 2, Mistral) from its
+// UTF-8 characters, where a character missing from the vocabulary becomes its bytes' `<0xXX>` tokens
+// (byte_fallback) or the unknown token.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -18,6 +21,8 @@ struct BpeMerge {
 };
 
 struct BpeModelOptions {
+  bool byte_level = true;          // symbols are bytes (vocab keys are raw bytes); else UTF-8 characters
+  bool byte_fallback = false;      // character models: an unknown character becomes <0xXX> byte tokens
   bool ignore_merges = false;      // a piece that is itself a vocabulary entry becomes that one token
   std::optional<int32_t> unk_id;   // for bytes missing from the vocabulary; dropped when unset
   bool fuse_unk = false;           // consecutive unknown bytes become one unk token
@@ -31,8 +36,9 @@ class BpeModel {
            BpeModelOptions options);
   BpeModel(BpeModel&&) noexcept;
 
-  // Appends the ids of one piece to `out`. Thread-safe.
-  void encode(std::string_view piece, std::vector<int32_t>& out) const;
+  // Appends the ids of one piece to `out`. When `lengths` is given, it also receives how many bytes of the
+  // piece each token covers (the cache is bypassed then). Thread-safe.
+  void encode(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths = nullptr) const;
 
  private:
   struct StringHash {
@@ -41,11 +47,14 @@ class BpeModel {
   };
   using Cache = std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>;
 
-  void merge(std::string_view piece, std::vector<int32_t>& out) const;
+  struct Symbol;
+  void initial_symbols(std::string_view piece, std::vector<Symbol>& syms) const;
+  void merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
 
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, result)
-  int32_t byte_ids_[256];
+  int32_t byte_ids_[256];      // byte-level: the token of each byte; character models: of each ASCII character
+  int32_t fallback_ids_[256];  // character models: the <0xXX> token of each byte, -1 when missing
   BpeModelOptions options_;
   mutable std::shared_mutex cache_mutex_;
   mutable Cache cache_;

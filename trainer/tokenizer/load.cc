@@ -11,6 +11,7 @@
 
 #include "trainer/tokenizer/byte_level.h"
 #include "trainer/tokenizer/impl.h"
+#include "trainer/tokenizer/unicode.h"
 
 namespace air::train {
 namespace {
@@ -64,10 +65,12 @@ class Loader {
   std::vector<BpeMerge> load_merges(const Json& model, const std::unordered_map<std::string, int32_t>& vocab);
   void load_model(const Json& model, Tokenizer::Impl& t);
   void load_added(const Json& list, Tokenizer::Impl& t);
-  void check_normalizer(const Json& root);
+  std::string literal_pattern(const Json& obj, const std::string& path) const;
+  std::string metaspace_options(const Json& obj, const std::string& path, PreTokenizerStep::Prepend& prepend) const;
+  void load_normalizer(const Json& norm, const std::string& path, Tokenizer::Impl& t);
   void load_pre_tokenizer(const Json& pre, const std::string& path, Tokenizer::Impl& t);
   void load_post_processor(const Json& post, const std::string& path, Tokenizer::Impl& t);
-  void check_decoder(const Json& root);
+  void load_decoder(const Json& dec, const std::string& path, Tokenizer::Impl& t);
   void set_token(Tokenizer::Impl& t, int32_t id, const std::string& text);
 
   std::string name_;
@@ -83,7 +86,7 @@ void Loader::set_token(Tokenizer::Impl& t, int32_t id, const std::string& text) 
   t.tokens[id] = text;
   // The ByteLevel decoder maps a token's characters back to bytes, or keeps the token's own UTF-8
   // when one character is outside the byte alphabet.
-  t.token_bytes[id] = byte_level_to_bytes(text).value_or(text);
+  t.token_bytes[id] = t.byte_level ? byte_level_to_bytes(text).value_or(text) : text;
   t.present[id] = 1;
 }
 
@@ -115,7 +118,8 @@ std::vector<BpeMerge> Loader::load_merges(const Json& model,
     std::string path = "model.merges[" + std::to_string(i) + "]";
     std::string a, b;
     if (m[i].is_string()) {
-      // Byte-level tokens never hold a real space, so "a b" splits unambiguously.
+      // Tokens never hold a real space (byte-level writes it "Ġ", SentencePiece "▁"), so "a b" splits
+      // unambiguously.
       const std::string& s = m[i].get_ref<const std::string&>();
       size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
@@ -142,24 +146,26 @@ std::vector<BpeMerge> Loader::load_merges(const Json& model,
 void Loader::load_model(const Json& model, Tokenizer::Impl& t) {
   if (!model.is_object()) fail("model", "expected an object");
   auto type = model.contains("type") ? type_of(model, "model") : std::string("BPE");
-  if (type != "BPE") fail("model.type", "\"" + type + "\" is not supported (only byte-level \"BPE\")");
+  if (type != "BPE") fail("model.type", "\"" + type + "\" is not supported (only \"BPE\")");
   if (model.contains("dropout") && !model["dropout"].is_null() &&
       !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0)) {
     fail("model.dropout", "BPE dropout is not supported (it makes encoding random)");
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (model.contains(key) && !model[key].is_null() && model[key] != "") {
-      fail(std::string("model.") + key, "is not supported with byte-level BPE");
+      fail(std::string("model.") + key, "is not supported (no supported model family uses it)");
     }
   }
-  if (flag(model, "model", "byte_fallback", false)) {
-    fail("model.byte_fallback", "is not supported (byte-level BPE never needs it)");
+  BpeModelOptions options;
+  options.byte_level = t.byte_level;
+  options.byte_fallback = flag(model, "model", "byte_fallback", false);
+  if (options.byte_fallback && t.byte_level) {
+    fail("model.byte_fallback", "is not supported with a ByteLevel pre-tokenizer (byte-level BPE never needs it)");
   }
   std::unordered_map<std::string, int32_t> vocab;
   load_vocab(model, t, vocab);
   std::vector<BpeMerge> merges = load_merges(model, vocab);
 
-  BpeModelOptions options;
   options.ignore_merges = flag(model, "model", "ignore_merges", false);
   options.fuse_unk = flag(model, "model", "fuse_unk", false);
   if (model.contains("unk_token") && !model["unk_token"].is_null()) {
@@ -167,6 +173,10 @@ void Loader::load_model(const Json& model, Tokenizer::Impl& t) {
     auto it = vocab.find(unk);
     if (it == vocab.end()) fail("model.unk_token", "\"" + unk + "\" is not in model.vocab");
     options.unk_id = it->second;
+  }
+  if (!t.byte_level) {  // SentencePiece-style: the model works on the text's characters as they are
+    t.model = std::make_unique<BpeModel>(std::move(vocab), merges, options);
+    return;
   }
   // The model works on raw bytes; tokens outside the byte alphabet can never be produced, so drop them.
   std::unordered_map<std::string, int32_t> raw;
@@ -224,12 +234,48 @@ void Loader::load_added(const Json& list, Tokenizer::Impl& t) {
   }
 }
 
-void Loader::check_normalizer(const Json& root) {
-  auto it = root.find("normalizer");
-  if (it == root.end() || it->is_null()) return;
-  std::string type = type_of(*it, "normalizer");
-  if (type == "Sequence" && it->contains("normalizers") && (*it)["normalizers"].empty()) return;
-  fail("normalizer.type", "\"" + type + "\" is not supported (byte-level BPE tokenizers use none)");
+// A Replace's pattern: only a literal {"String": ...} (no supported family replaces by regex).
+std::string Loader::literal_pattern(const Json& obj, const std::string& path) const {
+  const Json& pattern = member(obj, path, "pattern");
+  if (pattern.is_object() && pattern.contains("Regex")) {
+    fail(path + ".pattern.Regex", "a regex pattern is not supported here (only {\"String\": ...})");
+  }
+  std::string text = string_at(member(pattern, path + ".pattern", "String"), path + ".pattern.String");
+  if (text.empty()) fail(path + ".pattern.String", "an empty pattern is not supported");
+  return text;
+}
+
+void Loader::load_normalizer(const Json& norm, const std::string& path, Tokenizer::Impl& t) {
+  if (norm.is_null()) return;
+  std::string type = type_of(norm, path);
+  NormalizerStep step;
+  if (type == "Sequence") {
+    const Json& list = member(norm, path, "normalizers");
+    if (!list.is_array()) fail(path + ".normalizers", "expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      load_normalizer(list[i], path + ".normalizers[" + std::to_string(i) + "]", t);
+    }
+    return;
+  } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    step.kind = NormalizerStep::Kind::kUnicode;
+    step.form = type == "NFC" ? UnicodeForm::kNfc : type == "NFD" ? UnicodeForm::kNfd
+              : type == "NFKC" ? UnicodeForm::kNfkc : UnicodeForm::kNfkd;
+  } else if (type == "Replace") {
+    step.kind = NormalizerStep::Kind::kReplace;
+    step.pattern = literal_pattern(norm, path);
+    step.content = string_at(member(norm, path, "content"), path + ".content");
+  } else if (type == "Prepend") {
+    step.kind = NormalizerStep::Kind::kPrepend;
+    step.content = string_at(member(norm, path, "prepend"), path + ".prepend");
+  } else if (type == "Strip") {
+    step.kind = NormalizerStep::Kind::kStrip;
+    step.left = flag(norm, path, "strip_left", true);
+    step.right = flag(norm, path, "strip_right", true);
+  } else {
+    fail(path + ".type", "\"" + type + "\" is not supported (supported normalizers: NFC, NFD, NFKC, NFKD, Replace, "
+                         "Prepend, Strip, Sequence)");
+  }
+  t.normalizers.push_back(std::move(step));
 }
 
 void Loader::load_pre_tokenizer(const Json& pre, const std::string& path, Tokenizer::Impl& t) {
@@ -244,6 +290,9 @@ void Loader::load_pre_tokenizer(const Json& pre, const std::string& path, Tokeni
   }
   bool after_byte_level = !t.steps.empty() && t.steps.back().kind == PreTokenizerStep::Kind::kByteLevel;
   if (after_byte_level) fail(path, "nothing may follow the ByteLevel pre-tokenizer");
+  if (type == "ByteLevel" && !t.steps.empty() && t.steps.back().kind == PreTokenizerStep::Kind::kMetaspace) {
+    fail(path, "ByteLevel cannot follow Metaspace (one model is byte-level, the other SentencePiece-style)");
+  }
   PreTokenizerStep step;
   if (type == "Split") {
     const Json& pattern = member(pre, path, "pattern");
@@ -251,8 +300,17 @@ void Loader::load_pre_tokenizer(const Json& pre, const std::string& path, Tokeni
     const char* key = literal ? "String" : "Regex";
     std::string text = string_at(member(pattern, path + ".pattern", key), path + ".pattern." + key);
     std::string behavior = string_at(member(pre, path, "behavior"), path + ".behavior");
-    if (behavior != "Isolated") fail(path + ".behavior", "\"" + behavior + "\" is not supported (only \"Isolated\")");
-    if (flag(pre, path, "invert", false)) fail(path + ".invert", "true is not supported");
+    static const std::map<std::string, SplitBehavior> kBehaviors = {
+        {"Isolated", SplitBehavior::kIsolated}, {"Removed", SplitBehavior::kRemoved},
+        {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+        {"MergedWithNext", SplitBehavior::kMergedWithNext}, {"Contiguous", SplitBehavior::kContiguous}};
+    auto b = kBehaviors.find(behavior);
+    if (b == kBehaviors.end()) {
+      fail(path + ".behavior", "\"" + behavior + "\" is not supported (one of Isolated, Removed, "
+                               "MergedWithPrevious, MergedWithNext, Contiguous)");
+    }
+    step.behavior = b->second;
+    step.invert = flag(pre, path, "invert", false);
     try {
       step.regex = std::make_shared<SplitRegex>(text, literal);
     } catch (const std::invalid_argument& e) {
@@ -262,8 +320,13 @@ void Loader::load_pre_tokenizer(const Json& pre, const std::string& path, Tokeni
     step.kind = PreTokenizerStep::Kind::kByteLevel;
     step.add_prefix_space = flag(pre, path, "add_prefix_space", true);
     if (flag(pre, path, "use_regex", true)) step.regex = std::make_shared<SplitRegex>(kGpt2Pattern, false);
+  } else if (type == "Metaspace") {
+    step.kind = PreTokenizerStep::Kind::kMetaspace;
+    step.replacement = metaspace_options(pre, path, step.prepend);
+    step.split = flag(pre, path, "split", true);
   } else {
-    fail(path + ".type", "\"" + type + "\" is not supported (only Split, ByteLevel and Sequence)");
+    fail(path + ".type", "\"" + type + "\" is not supported (supported pre-tokenizers: Split, ByteLevel, Metaspace, "
+                         "Sequence)");
   }
   t.steps.push_back(std::move(step));
 }
@@ -308,27 +371,92 @@ void Loader::load_post_processor(const Json& post, const std::string& path, Toke
   if (!seen_sequence) fail(path + ".single", "the template has no $A");
 }
 
-void Loader::check_decoder(const Json& root) {
-  const Json& dec = member(root, "(top level)", "decoder");
-  if (dec.is_null()) fail("decoder", "null is not supported (byte-level BPE needs the ByteLevel decoder)");
-  std::string type = type_of(dec, "decoder");
-  if (type != "ByteLevel") fail("decoder.type", "\"" + type + "\" is not supported (only ByteLevel)");
+// Metaspace's replacement and prepend scheme (pre-tokenizer and decoder share them): `prepend_scheme`, or the
+// older `add_prefix_space` (true = always).
+std::string Loader::metaspace_options(const Json& obj, const std::string& path, PreTokenizerStep::Prepend& prepend) const {
+  std::string replacement = string_at(member(obj, path, "replacement"), path + ".replacement");
+  size_t i = 0;
+  if (replacement.empty() || (next_utf8_char(replacement, i), i != replacement.size())) {
+    fail(path + ".replacement", "expected one character");
+  }
+  auto it = obj.find("prepend_scheme");
+  if (it != obj.end() && !it->is_null()) {
+    std::string scheme = string_at(*it, path + ".prepend_scheme");
+    if (scheme == "always") {
+      prepend = PreTokenizerStep::Prepend::kAlways;
+    } else if (scheme == "first") {
+      prepend = PreTokenizerStep::Prepend::kFirst;
+    } else if (scheme == "never") {
+      prepend = PreTokenizerStep::Prepend::kNever;
+    } else {
+      fail(path + ".prepend_scheme", "\"" + scheme + "\" is not one of always, first, never");
+    }
+  } else {
+    prepend = flag(obj, path, "add_prefix_space", true) ? PreTokenizerStep::Prepend::kAlways
+                                                        : PreTokenizerStep::Prepend::kNever;
+  }
+  return replacement;
 }
 
+void Loader::load_decoder(const Json& dec, const std::string& path, Tokenizer::Impl& t) {
+  std::string type = type_of(dec, path);
+  DecoderStep step;
+  if (type == "Sequence") {
+    const Json& list = member(dec, path, "decoders");
+    if (!list.is_array()) fail(path + ".decoders", "expected an array");
+    for (size_t i = 0; i < list.size(); ++i) load_decoder(list[i], path + ".decoders[" + std::to_string(i) + "]", t);
+    return;
+  } else if (type == "ByteLevel") {
+    if (!t.byte_level) fail(path, "the ByteLevel decoder needs a ByteLevel pre-tokenizer");
+    step.kind = DecoderStep::Kind::kByteLevel;
+  } else if (type == "Replace") {
+    step.kind = DecoderStep::Kind::kReplace;
+    step.pattern = literal_pattern(dec, path);
+    step.content = string_at(member(dec, path, "content"), path + ".content");
+  } else if (type == "ByteFallback") {
+    step.kind = DecoderStep::Kind::kByteFallback;
+  } else if (type == "Fuse") {
+    step.kind = DecoderStep::Kind::kFuse;
+  } else if (type == "Strip") {
+    step.kind = DecoderStep::Kind::kStrip;
+    step.content = string_at(member(dec, path, "content"), path + ".content");
+    for (auto [key, slot] : {std::pair{"start", &step.start}, std::pair{"stop", &step.stop}}) {
+      const Json& n = member(dec, path, key);
+      if (!n.is_number_unsigned()) fail(path + "." + key, "expected a count (an integer >= 0)");
+      *slot = n.get<size_t>();
+    }
+  } else if (type == "Metaspace") {
+    step.kind = DecoderStep::Kind::kMetaspace;
+    PreTokenizerStep::Prepend prepend;
+    step.pattern = metaspace_options(dec, path, prepend);
+    step.prepend = prepend != PreTokenizerStep::Prepend::kNever;
+  } else {
+    fail(path + ".type", "\"" + type + "\" is not supported (supported decoders: ByteLevel, Replace, ByteFallback, "
+                         "Fuse, Strip, Metaspace, Sequence)");
+  }
+  t.decoders.push_back(std::move(step));
+}
+
+// Two kinds of BPE tokenizer: byte-level (the pre-tokenizer ends with ByteLevel: GPT-2, Llama 3, Qwen,
+// gpt-oss) and SentencePiece-style (no ByteLevel: characters, "▁" for spaces, byte fallback: Llama 2,
+// Mistral, Phi-3, Gemma).
 void Loader::load(const Json& root, Tokenizer::Impl& t) {
   if (!root.is_object()) fail("(top level)", "expected a JSON object");
   t.name = name_;
+  load_normalizer(root.value("normalizer", Json()), "normalizer", t);
+  const Json& pre = member(root, "(top level)", "pre_tokenizer");
+  if (!pre.is_null()) load_pre_tokenizer(pre, "pre_tokenizer", t);
+  t.byte_level = std::any_of(t.steps.begin(), t.steps.end(),
+                             [](const PreTokenizerStep& s) { return s.kind == PreTokenizerStep::Kind::kByteLevel; });
   load_model(member(root, "(top level)", "model"), t);
   load_added(root.value("added_tokens", Json()), t);
-  check_normalizer(root);
-  const Json& pre = member(root, "(top level)", "pre_tokenizer");
-  if (pre.is_null()) fail("pre_tokenizer", "null is not supported (byte-level BPE needs ByteLevel)");
-  load_pre_tokenizer(pre, "pre_tokenizer", t);
-  if (t.steps.empty() || t.steps.back().kind != PreTokenizerStep::Kind::kByteLevel) {
-    fail("pre_tokenizer", "must end with a ByteLevel pre-tokenizer (byte-level BPE)");
-  }
   load_post_processor(root.value("post_processor", Json()), "post_processor", t);
-  check_decoder(root);
+  const Json& dec = member(root, "(top level)", "decoder");
+  if (dec.is_null() && t.byte_level) fail("decoder", "null is not supported (byte-level BPE needs the ByteLevel decoder)");
+  if (!dec.is_null()) load_decoder(dec, "decoder", t);
+  if (t.byte_level && (t.decoders.size() != 1 || t.decoders[0].kind != DecoderStep::Kind::kByteLevel)) {
+    fail("decoder", "a byte-level BPE tokenizer needs exactly the ByteLevel decoder");
+  }
   t.word_char = std::make_shared<SplitRegex>(R"(^\w)", false);
 }
 
@@ -344,22 +472,32 @@ std::optional<int32_t> find_any(const Tokenizer::Impl& t, std::initializer_list<
 }  // namespace
 
 void AddedTokenMatcher::add(const AddedToken* token) {
-  auto& list = by_first_byte_[static_cast<unsigned char>(token->content[0])];
-  list.push_back(token);
-  std::stable_sort(list.begin(), list.end(),
-                   [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
-  ++count_;
+  uint32_t node = 0;
+  for (char c : token->content) {
+    auto [it, fresh] = edges_.emplace(edge(node, static_cast<unsigned char>(c)), static_cast<uint32_t>(ends_.size()));
+    if (fresh) ends_.push_back(nullptr);
+    node = it->second;
+  }
+  if (!ends_[node]) ++count_;
+  ends_[node] = token;  // a repeated content: the later entry wins
+  first_byte_[static_cast<unsigned char>(token->content[0])] = true;
 }
 
 const AddedToken* AddedTokenMatcher::find(std::string_view text, size_t from, size_t& at) const {
   if (count_ == 0) return nullptr;
   for (size_t i = from; i < text.size(); ++i) {
-    const auto& list = by_first_byte_[static_cast<unsigned char>(text[i])];
-    for (const AddedToken* tok : list) {
-      if (text.compare(i, tok->content.size(), tok->content) == 0) {
-        at = i;
-        return tok;
-      }
+    if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
+    const AddedToken* best = nullptr;
+    uint32_t node = 0;
+    for (size_t k = i; k < text.size(); ++k) {
+      auto it = edges_.find(edge(node, static_cast<unsigned char>(text[k])));
+      if (it == edges_.end()) break;
+      node = it->second;
+      if (ends_[node]) best = ends_[node];
+    }
+    if (best) {
+      at = i;
+      return best;
     }
   }
   return nullptr;

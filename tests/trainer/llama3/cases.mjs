@@ -34,6 +34,12 @@ const cases = [
   // Combining marks and grapheme clusters.
   'e\u0301', 'cafe\u0301', 'Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇', 'a\u0300\u0301\u0302\u0303', '\u0301start', 'ก้ำ',
   'क्षत्रिय', 'ﷺ', '\u200D', 'a\u200Db',
+  // Decomposed text for the NFC normalizer (Qwen): accents, Hangul jamo, singletons, marks out of order.
+  'cafe\u0301 na\u0308ive re\u0301sume\u0301', 'A\u030a \u212b \u2126 K\u0301', '\u1100\u1161\u11a8 \u1112\u1161\u11ab\u1100\u1173\u11af',
+  'Vie\u0323\u0302t Nam, tie\u0302\u0301ng Vie\u0323\u0302t', 'x\u0323\u0307 s\u0307\u0323 q\u0307\u0323', '\u0915\u093c \u0958 \u2000 \u1e9b\u0323',
+  'o\u0308\u0304 u\u0308\u0301 \u00fc\u0301', '\ufb01 \u2460 \u00bd \u2163 \uff21\uff42 \u3000 \u00b2 \u01c4',
+  // SentencePiece-style text: "▁" written in the text, leading and trailing spaces, <0x..> lookalikes.
+  '\u2581', '\u2581\u2581x', 'a\u2581b', '  leading', 'trailing  ', ' ', '<0x41>', '<unk>', '<0xZZ>',
   // Emoji.
   '🦙🦙🦙', '👨‍👩‍👧‍👦 family', '🏳️‍🌈', '🇺🇸🇫🇷', '👍🏽 ok', '❤️ love', 'I ❤ NY', '😀😃😄😁', '🤖: beep', '©®™',
   'x😀y', '1😀2', ' 😀', '😀 ',
@@ -55,6 +61,12 @@ const cases = [
   '<|reserved_special_token_5|>', '<|reserved_special_token_247|>x', '<|BEGIN_OF_TEXT|>', '<|pad|>',
   '<|end_of_text|>', '### Response:\nThe answer.<|end_of_text|>', '<|python_tag|>print(1)<|eom_id|>',
   '<s></s><|endoftext|>', '<|begin_of_text|>\n', '\n<|begin_of_text|>',
+  // Special tokens of Qwen, Gemma, Llama 2 / Mistral / Phi-3.
+  '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello<|im_end|>',
+  'a<|im_end|>b', '<tool_call>{"x": 1}</tool_call>', '<|endoftext|>',
+  '<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n', '<unused5>x<mask>',
+  '<s>[INST] Hi [/INST] Hello</s>', '<s> x', 'x </s>', '[INST]', '<|user|>\nHi<|end|>\n<|assistant|>\nHello<|end|>',
+  '<|user|>   spaced<|end|>  \n<|assistant|>', '<|system|>sys<|end|><|endoftext|>',
   // Added tokens of the variants (tests/trainer/llama3/variants.mjs): lstrip/rstrip, single_word, non-special.
   'a [MASK] b', 'a  [MASK]  b', '[MASK][MASK]', ' [MASK]', '[MASK] ', 'x\t[MASK]\n y', 'use <tool> now', '<tool><tool>',
   'wordy', 'a wordy b', 'swordy', 'wordyx', 'wordy!', '(wordy)', '_wordy', 'é', 'café latte', 'é  x', 'it is spaced  out',

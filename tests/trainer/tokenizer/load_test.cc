@@ -21,13 +21,17 @@ TEST_CASE("a valid small tokenizer loads") {
 TEST_CASE("unsupported models are refused naming the JSON path") {
   auto j = small_tokenizer();
   j["model"]["type"] = "Unigram";
-  CHECK(load_error(j) == R"(t.json: model.type: "Unigram" is not supported (only byte-level "BPE"))");
+  CHECK(load_error(j) == R"(t.json: model.type: "Unigram" is not supported (only "BPE"))");
   j = small_tokenizer();
   j["model"]["dropout"] = 0.1;
   CHECK(load_error(j) == "t.json: model.dropout: BPE dropout is not supported (it makes encoding random)");
   j = small_tokenizer();
   j["model"]["continuing_subword_prefix"] = "##";
-  CHECK(load_error(j) == "t.json: model.continuing_subword_prefix: is not supported with byte-level BPE");
+  CHECK(load_error(j) == "t.json: model.continuing_subword_prefix: is not supported (no supported model family uses it)");
+  j = small_tokenizer();
+  j["model"]["byte_fallback"] = true;
+  CHECK(load_error(j) == "t.json: model.byte_fallback: is not supported with a ByteLevel pre-tokenizer (byte-level "
+                         "BPE never needs it)");
 }
 
 TEST_CASE("bad merges are refused naming the merge") {
@@ -40,27 +44,47 @@ TEST_CASE("bad merges are refused naming the merge") {
         R"(t.json: model.merges[0]: expected "left right" or ["left", "right"])");
 }
 
-TEST_CASE("unsupported pre-tokenizers, normalizers and decoders are refused") {
+TEST_CASE("unsupported pre-tokenizers, normalizers and decoders are refused naming the component") {
   auto j = small_tokenizer();
-  j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Metaspace"}};
-  CHECK(load_error(j) == R"(t.json: pre_tokenizer.pretokenizers[0].type: "Metaspace" is not supported )"
-                         "(only Split, ByteLevel and Sequence)");
+  j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Whitespace"}};
+  CHECK(load_error(j) == R"(t.json: pre_tokenizer.pretokenizers[0].type: "Whitespace" is not supported )"
+                         "(supported pre-tokenizers: Split, ByteLevel, Metaspace, Sequence)");
   j = small_tokenizer();
-  j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
-  CHECK(load_error(j) == R"(t.json: pre_tokenizer.pretokenizers[0].behavior: "Removed" is not supported (only "Isolated"))");
+  j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways";
+  CHECK(load_error(j) == R"(t.json: pre_tokenizer.pretokenizers[0].behavior: "Sideways" is not supported (one of )"
+                         "Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous)");
   j = small_tokenizer();
   j["pre_tokenizer"] = j["pre_tokenizer"]["pretokenizers"][0];
-  CHECK(load_error(j) == "t.json: pre_tokenizer: must end with a ByteLevel pre-tokenizer (byte-level BPE)");
+  CHECK(load_error(j) == "t.json: decoder: the ByteLevel decoder needs a ByteLevel pre-tokenizer");
+  j = small_tokenizer();
+  j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Metaspace"}, {"replacement", "ab"}};
+  CHECK(load_error(j) == "t.json: pre_tokenizer.pretokenizers[0].replacement: expected one character");
+  j = small_tokenizer();
+  j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
+  CHECK(load_error(j) == "t.json: pre_tokenizer.pretokenizers[1]: ByteLevel cannot follow Metaspace (one model is "
+                         "byte-level, the other SentencePiece-style)");
   j = small_tokenizer();
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
   CHECK(load_error(j) == "t.json: pre_tokenizer.pretokenizers[0].pattern.Regex: regex does not compile: "
                          "missing closing parenthesis at offset 9");
   j = small_tokenizer();
-  j["normalizer"] = {{"type", "NFC"}};
-  CHECK(load_error(j) == R"(t.json: normalizer.type: "NFC" is not supported (byte-level BPE tokenizers use none))");
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "Lowercase"}}}}};
+  CHECK(load_error(j) == R"(t.json: normalizer.normalizers[1].type: "Lowercase" is not supported (supported )"
+                         "normalizers: NFC, NFD, NFKC, NFKD, Replace, Prepend, Strip, Sequence)");
   j = small_tokenizer();
-  j["decoder"] = {{"type", "Metaspace"}};
-  CHECK(load_error(j) == R"(t.json: decoder.type: "Metaspace" is not supported (only ByteLevel))");
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", " "}};
+  CHECK(load_error(j) == R"(t.json: normalizer.pattern.Regex: a regex pattern is not supported here (only {"String": ...}))");
+  j = small_tokenizer();
+  j["decoder"] = {{"type", "CTC"}};
+  CHECK(load_error(j) == R"(t.json: decoder.type: "CTC" is not supported (supported decoders: ByteLevel, Replace, )"
+                         "ByteFallback, Fuse, Strip, Metaspace, Sequence)");
+  j = small_tokenizer();
+  j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}}, {{"type", "Fuse"}}}}};
+  CHECK(load_error(j) == "t.json: decoder: a byte-level BPE tokenizer needs exactly the ByteLevel decoder");
+  j = small_tokenizer();
+  j["decoder"] = {{"type", "Strip"}, {"content", " "}, {"start", -1}, {"stop", 0}};
+  j["pre_tokenizer"] = nullptr;
+  CHECK(load_error(j) == "t.json: decoder.start: expected a count (an integer >= 0)");
   j = small_tokenizer();
   j["post_processor"] = {{"type", "BertProcessing"}};
   CHECK(load_error(j) == R"(t.json: post_processor.type: "BertProcessing" is not supported )"

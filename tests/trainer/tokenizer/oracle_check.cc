@@ -1,6 +1,9 @@
 // Compares our tokenizer with reference results from Hugging Face's `tokenizers` (written by
-// tests/trainer/llama3/gen-ref-ids.mjs): ids without and with special tokens, and decoding.
-// usage: tokenizer_oracle_check TOKENIZER_JSON REF_JSONL
+// tests/trainer/llama3/gen-ref-ids.mjs): ids without and with special tokens, and decoding. It also checks
+// encode_with_offsets on every string: the same ids, and ranges inside the text, starting in order, covering
+// every byte (the contract the chat-data masks rely on); --may-drop: for tokenizers that remove text (Strip,
+// Split's Removed), bytes may be in no token's range.
+// usage: tokenizer_oracle_check TOKENIZER_JSON REF_JSONL [--may-drop]
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -30,11 +33,30 @@ struct Checker {
   }
 };
 
+// Empty when the ranges lie inside the text, start in order and cover every byte; else what is wrong.
+std::string offsets_problem(const air::train::Tokenizer::Encoding& e, const std::string& text, bool may_drop) {
+  if (e.offsets.size() != e.ids.size()) return "one range per token expected";
+  std::vector<bool> covered(text.size(), false);
+  uint32_t last = 0;
+  for (size_t i = 0; i < e.offsets.size(); ++i) {
+    auto [b, end] = e.offsets[i];
+    if (b > end || end > text.size()) return "token " + std::to_string(i) + ": range outside the text";
+    if (b < last) return "token " + std::to_string(i) + ": starts before the previous token";
+    last = b;
+    for (uint32_t k = b; k < end; ++k) covered[k] = true;
+  }
+  for (size_t k = 0; k < text.size() && !may_drop; ++k) {
+    if (!covered[k]) return "byte " + std::to_string(k) + " is in no token's range";
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: tokenizer_oracle_check TOKENIZER_JSON REF_JSONL\n";
+  bool may_drop = argc == 4 && std::string(argv[3]) == "--may-drop";
+  if (argc != 3 && !may_drop) {
+    std::cerr << "usage: tokenizer_oracle_check TOKENIZER_JSON REF_JSONL [--may-drop]\n";
     return 2;
   }
   try {
@@ -54,6 +76,13 @@ int main(int argc, char** argv) {
       auto got_bos = tok.encode(text, true);
       c.expect(got == want, "ids", text, show(want), show(got));
       c.expect(got_bos == want_bos, "ids with special tokens", text, show(want_bos), show(got_bos));
+      for (bool special : {false, true}) {
+        auto e = tok.encode_with_offsets(text, special);
+        c.expect(e.ids == (special ? got_bos : got), "encode_with_offsets ids", text, show(special ? got_bos : got),
+                 show(e.ids));
+        std::string problem = offsets_problem(e, text, may_drop);
+        c.expect(problem.empty(), "offsets", text, "ranges tiling the text", problem);
+      }
       if (j.contains("decoded")) {
         std::string dec = tok.decode(want);
         c.expect(dec == j["decoded"].get<std::string>(), "decode", text, j["decoded"].dump(),

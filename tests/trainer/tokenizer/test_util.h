@@ -66,6 +66,40 @@ inline nlohmann::json small_tokenizer(nlohmann::json merges = {"b c", "a b", "a 
   return j;
 }
 
+// A minimal SentencePiece-style (Llama 2 shaped) tokenizer.json: <unk> <s> </s>, the 256 <0xXX> byte tokens
+// (ids 3-258), then "▁", "a", "b", "c", "▁a", "ab", "▁ab"; merges "▁ a", "a b", "▁a b"; the legacy
+// normalizer (Prepend "▁", spaces to "▁"), no pre-tokenizer, BOS from the template, and Llama 2's decoders.
+inline nlohmann::json small_sp_tokenizer() {
+  nlohmann::json vocab = nlohmann::json::object();
+  vocab["<unk>"] = 0;
+  vocab["<s>"] = 1;
+  vocab["</s>"] = 2;
+  static const char* const kHex = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) vocab[std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">"] = 3 + b;
+  int32_t id = 259;
+  for (const char* t : {"\u2581", "a", "b", "c", "\u2581a", "ab", "\u2581ab"}) vocab[t] = id++;
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [
+      {"id": 0, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+      {"id": 1, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+      {"id": 2, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": null,
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+      "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+    "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": null,
+              "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true, "ignore_merges": false,
+              "merges": [["\u2581", "a"], ["a", "b"], ["\u2581a", "b"]]}
+  })");
+  j["model"]["vocab"] = vocab;
+  return j;
+}
+
 inline std::string load_error(const nlohmann::json& j) {
   try {
     Tokenizer::from_json_text(j.dump(), "t.json");
