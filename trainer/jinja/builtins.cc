@@ -4,6 +4,7 @@
 #include "trainer/jinja/builtins.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -119,6 +120,7 @@ const char* const kTestNames[] = {
     "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter",
     "float", "ge", "gt", "greaterthan", "in", "integer", "iterable", "le", "lower", "lt", "lessthan", "mapping",
     "ne", "none", "number", "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper"};
+const char* const kMethodNames[] = {"append", "capitalize", "clear", "copy", "count", "cycle", "endswith", "extend", "find", "get", "index", "insert", "isalnum", "isalpha", "isdigit", "islower", "isspace", "isupper", "items", "join", "keys", "lower", "lstrip", "pop", "remove", "replace", "reverse", "rfind", "rindex", "rsplit", "rstrip", "sort", "split", "splitlines", "startswith", "strip", "title", "upper", "values"};
 const char* const kGlobalNames[] = {"raise_exception", "strftime_now", "namespace", "range", "dict", "lipsum",
                                     "cycler", "joiner"};
 
@@ -133,6 +135,11 @@ int index_of(const char* const (&names)[N], std::string_view name) {
 
 int find_filter(std::string_view name) { return index_of(kFilterNames, name); }
 int find_global(std::string_view name) { return index_of(kGlobalNames, name); }
+
+int find_method(std::string_view name) {
+  int i = index_of(kMethodNames, name);
+  return i < 0 ? static_cast<int>(Method::kOther) : i;
+}
 
 int find_test(std::string_view name) {
   int i = index_of(kTestNames, name);
@@ -206,7 +213,9 @@ std::string_view py_strip(std::string_view s, const Value* chars, bool left, boo
   return s.substr(b, e - b);
 }
 
-List py_split(std::string_view s, const Value* sep, int64_t maxsplit, bool from_right) {
+List py_split(const Value& owner, const Value* sep, int64_t maxsplit, bool from_right) {
+  std::string_view s = owner.as_string();
+  auto piece = [&](std::string_view p) { return Value::substring(owner, p); };
   List out;
   if (!sep || sep->is_none()) {
     // Runs of whitespace; leading and trailing whitespace ignored.
@@ -220,18 +229,16 @@ List py_split(std::string_view s, const Value* sep, int64_t maxsplit, bool from_
       words.emplace_back(start, i);
     }
     if (maxsplit < 0 || static_cast<size_t>(maxsplit) + 1 >= words.size()) {
-      for (auto [a, b] : words) out.push_back(Value::string(std::string(s.substr(a, b - a))));
+      for (auto [a, b] : words) out.push_back(piece(s.substr(a, b - a)));
       return out;
     }
     if (!from_right) {
-      for (int64_t k = 0; k < maxsplit; ++k) out.push_back(Value::string(std::string(s.substr(words[k].first, words[k].second - words[k].first))));
-      std::string_view rest = py_strip(s.substr(words[maxsplit].first), nullptr, false, true);
-      out.push_back(Value::string(std::string(rest)));
+      for (int64_t k = 0; k < maxsplit; ++k) out.push_back(piece(s.substr(words[k].first, words[k].second - words[k].first)));
+      out.push_back(piece(s.substr(words[maxsplit].first)));
     } else {
       size_t keep = words.size() - maxsplit;
-      std::string_view rest = py_strip(s.substr(0, words[keep - 1].second), nullptr, true, false);
-      out.push_back(Value::string(std::string(rest)));
-      for (size_t k = keep; k < words.size(); ++k) out.push_back(Value::string(std::string(s.substr(words[k].first, words[k].second - words[k].first))));
+      out.push_back(piece(s.substr(0, words[keep - 1].second)));
+      for (size_t k = keep; k < words.size(); ++k) out.push_back(piece(s.substr(words[k].first, words[k].second - words[k].first)));
     }
     return out;
   }
@@ -263,11 +270,13 @@ List py_split(std::string_view s, const Value* sep, int64_t maxsplit, bool from_
     rev.push_back(s.substr(0, end));
     parts.assign(rev.rbegin(), rev.rend());
   }
-  for (auto p : parts) out.push_back(Value::string(std::string(p)));
+  for (auto p : parts) out.push_back(piece(p));
   return out;
 }
 
-List py_splitlines(std::string_view s, bool keepends) {
+List py_splitlines(const Value& owner, bool keepends) {
+  std::string_view s = owner.as_string();
+  auto piece = [&](std::string_view p) { return Value::substring(owner, p); };
   List out;
   size_t start = 0, i = 0;
   while (i < s.size()) {
@@ -276,14 +285,14 @@ List py_splitlines(std::string_view s, bool keepends) {
     if (is_line_break(cp)) {
       size_t brk = len;
       if (cp == '\r' && i + 1 < s.size() && s[i + 1] == '\n') brk = 2;
-      out.push_back(Value::string(std::string(s.substr(start, (keepends ? i + brk : i) - start))));
+      out.push_back(piece(s.substr(start, (keepends ? i + brk : i) - start)));
       i += brk;
       start = i;
     } else {
       i += len;
     }
   }
-  if (start < s.size()) out.push_back(Value::string(std::string(s.substr(start))));
+  if (start < s.size()) out.push_back(piece(s.substr(start)));
   return out;
 }
 
@@ -367,17 +376,16 @@ Value str_value(const Value& v) {
 
 // Arguments of a call: positional then keyword, by parameter name, as Python binds them.
 struct Args {
-  std::vector<Value> values;
-  std::vector<bool> given;
+  static constexpr size_t kMax = 5;
+  std::array<Value, kMax> values;
+  std::array<bool, kMax> given{};
   const Value& operator[](size_t i) const { return values[i]; }
-  bool has(size_t i) const { return i < given.size() && given[i]; }
+  bool has(size_t i) const { return i < kMax && given[i]; }
 };
 
 Args bind_args(Evaluator& ev, const Expr& call, size_t first_positional, std::initializer_list<const char*> params,
                const char* what, std::vector<Value>* extra_positional = nullptr) {
   Args a;
-  a.values.resize(params.size());
-  a.given.resize(params.size());
   size_t n_pos = call.args.size() - first_positional;
   for (size_t i = 0; i < n_pos; ++i) {
     if (i >= params.size()) {
@@ -567,10 +575,18 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     }
   };
   switch (f) {
+    case Filter::kLength: case Filter::kCount: case Filter::kUpper: case Filter::kLower: case Filter::kCapitalize:
+    case Filter::kTitle: case Filter::kString: case Filter::kSafe: case Filter::kFirst: case Filter::kLast:
+    case Filter::kList: case Filter::kReverse: case Filter::kItems: case Filter::kAbs: case Filter::kWordcount:
+      args({});  // these take no arguments: jinja2 raises a TypeError for any
+      break;
+    default: break;
+  }
+  switch (f) {
     case Filter::kTrim: {
       Args a = args({"chars"});
-      std::string s = py_str(input);
-      return Value::string(std::string(py_strip(s, a.has(0) ? &a[0] : nullptr, true, true)));
+      Value s = str_value(input);
+      return Value::substring(s, py_strip(s.as_string(), a.has(0) ? &a[0] : nullptr, true, true));
     }
     case Filter::kLength:
     case Filter::kCount: return Value::integer(length_of(input));
@@ -635,7 +651,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       if (input.is_undefined()) return Value::list(List{});
       if (!input.is_dict()) error(e, "Can only get item pairs from a mapping.");
       List out;
-      for (const auto& [k, v] : input.as_dict().items) out.push_back(Value::list(List{k, v}));
+      for (const auto& [k, v] : input.as_dict().items) out.push_back(Value::tuple(List{k, v}));
       return Value::list(std::move(out));
     }
     case Filter::kDictsort: {
@@ -654,7 +670,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       });
       if (a.has(2) && a[2].truthy()) std::reverse(items.begin(), items.end());
       List out;
-      for (auto& [k, v] : items) out.push_back(Value::list(List{k, v}));
+      for (auto& [k, v] : items) out.push_back(Value::tuple(List{k, v}));
       return Value::list(std::move(out));
     }
     case Filter::kSort: {
@@ -829,7 +845,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
                                                      : std::string(a.has(0) ? static_cast<size_t>(std::max<int64_t>(0, int_arg(*this, e, a[0], "indent"))) : 4, ' ');
       bool first = a.has(1) && a[1].truthy();
       bool blank = a.has(2) && a[2].truthy();
-      std::string s = py_str(input) + "\n";
+      Value s = Value::string(py_str(input) + "\n");
       List lines = py_splitlines(s, false);
       std::string rv;
       if (blank) {
@@ -913,8 +929,10 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       return *best;
     }
     case Filter::kAttr: {
+      // environment.getattr: Python attributes only (a dict's keys are not attributes).
       Args a = args({"name"});
       require_defined(input, e);
+      if (input.is_dict()) return Value::missing("", Value::Kind::kDict);
       return get_attr(input, py_str(a[0]));
     }
     default: break;
@@ -1018,16 +1036,18 @@ bool Evaluator::call_test(const Expr& at, int test, const Value& v, const std::v
 // ---- methods ----
 
 Value Evaluator::call_method(const Expr& call, const Value& obj, const std::string& m) {
+  using M = Method;
+  const auto id = static_cast<Method>(call.slot);
   auto args = [&](std::initializer_list<const char*> params) {
     return bind_args(*this, call, 1, params, m.c_str());
   };
   if (obj.is_string()) {
     std::string_view s = obj.as_string();
-    if (m == "startswith" || m == "endswith") {
+    if (id == M::k_startswith || id == M::k_endswith) {
       Args a = args({"prefix", "start", "end"});
       if (a.has(1) || a.has(2)) error(call, "start / end arguments of str." + m, Error::Kind::kUnsupported);
       auto test = [&](std::string_view p) {
-        return m == "startswith" ? s.substr(0, p.size()) == p : (s.size() >= p.size() && s.substr(s.size() - p.size()) == p);
+        return id == M::k_startswith ? s.substr(0, p.size()) == p : (s.size() >= p.size() && s.substr(s.size() - p.size()) == p);
       };
       if (a[0].is_list()) {
         for (const Value& p : a[0].as_list())
@@ -1037,51 +1057,49 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
       if (!a[0].is_string()) error(call, m + " first arg must be str or a tuple of str, not " + std::string(a[0].type_name()));
       return Value::boolean(test(a[0].as_string()));
     }
-    if (m == "strip" || m == "lstrip" || m == "rstrip") {
+    if (id == M::k_strip || id == M::k_lstrip || id == M::k_rstrip) {
       Args a = args({"chars"});
       if (a.has(0) && !a[0].is_none() && !a[0].is_string()) error(call, m + " arg must be None or str");
-      std::string_view r = py_strip(s, a.has(0) ? &a[0] : nullptr, m != "rstrip", m != "lstrip");
-      // A view into the same string: keep the owner alive by copying only when it was owned.
-      return Value::string(std::string(r));
+      return Value::substring(obj, py_strip(s, a.has(0) ? &a[0] : nullptr, id != M::k_rstrip, id != M::k_lstrip));
     }
-    if (m == "split" || m == "rsplit") {
+    if (id == M::k_split || id == M::k_rsplit) {
       Args a = args({"sep", "maxsplit"});
       if (a.has(0) && a[0].is_string() && a[0].as_string().empty()) error(call, "empty separator");
       if (a.has(0) && !a[0].is_none() && !a[0].is_string()) error(call, "must be str or None, not " + std::string(a[0].type_name()));
       int64_t maxsplit = a.has(1) ? int_arg(*this, call, a[1], m.c_str()) : -1;
-      return Value::list(py_split(s, a.has(0) ? &a[0] : nullptr, maxsplit, m == "rsplit"));
+      return Value::list(py_split(obj, a.has(0) ? &a[0] : nullptr, maxsplit, id == M::k_rsplit));
     }
-    if (m == "splitlines") {
+    if (id == M::k_splitlines) {
       Args a = args({"keepends"});
-      return Value::list(py_splitlines(s, a.has(0) && a[0].truthy()));
+      return Value::list(py_splitlines(obj, a.has(0) && a[0].truthy()));
     }
-    if (m == "upper") { args({}); return Value::string(ascii_upper(s)); }
-    if (m == "lower") { args({}); return Value::string(ascii_lower(s)); }
-    if (m == "title") { args({}); return Value::string(py_title(s)); }
-    if (m == "capitalize") { args({}); return Value::string(py_capitalize(s)); }
-    if (m == "replace") {
+    if (id == M::k_upper) { args({}); return Value::string(ascii_upper(s)); }
+    if (id == M::k_lower) { args({}); return Value::string(ascii_lower(s)); }
+    if (id == M::k_title) { args({}); return Value::string(py_title(s)); }
+    if (id == M::k_capitalize) { args({}); return Value::string(py_capitalize(s)); }
+    if (id == M::k_replace) {
       Args a = args({"old", "new", "count"});
       int64_t count = a.has(2) ? int_arg(*this, call, a[2], "replace") : -1;
       return Value::string(py_replace(s, str_arg(*this, call, a[0], "replace()"), str_arg(*this, call, a[1], "replace()"), count));
     }
-    if (m == "find" || m == "rfind" || m == "index" || m == "rindex" || m == "count") {
+    if (id == M::k_find || id == M::k_rfind || id == M::k_index || id == M::k_rindex || id == M::k_count) {
       Args a = args({"sub", "start", "end"});
       if (a.has(1) || a.has(2)) error(call, "start / end arguments of str." + m, Error::Kind::kUnsupported);
       std::string_view sub = str_arg(*this, call, a[0], m.c_str());
-      if (m == "count") {
+      if (id == M::k_count) {
         if (sub.empty()) return Value::integer(static_cast<int64_t>(cp_count(s) + 1));
         int64_t n = 0;
         for (size_t at = s.find(sub); at != std::string_view::npos; at = s.find(sub, at + sub.size())) ++n;
         return Value::integer(n);
       }
-      size_t at = m[0] == 'r' ? s.rfind(sub) : s.find(sub);
+      size_t at = (id == M::k_rfind || id == M::k_rindex) ? s.rfind(sub) : s.find(sub);
       if (at == std::string_view::npos) {
-        if (m == "index" || m == "rindex") error(call, "substring not found");
+        if (id == M::k_index || id == M::k_rindex) error(call, "substring not found");
         return Value::integer(-1);
       }
       return Value::integer(static_cast<int64_t>(cp_count(s.substr(0, at))));
     }
-    if (m == "join") {
+    if (id == M::k_join) {
       Args a = args({"iterable"});
       auto items = iterate(a[0], call);
       std::string out;
@@ -1094,10 +1112,10 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
       }
       return Value::string(std::move(out));
     }
-    if (m == "isdigit" || m == "isalpha" || m == "isalnum" || m == "isspace" || m == "islower" || m == "isupper") {
+    if (id == M::k_isdigit || id == M::k_isalpha || id == M::k_isalnum || id == M::k_isspace || id == M::k_islower || id == M::k_isupper) {
       args({});
       if (s.empty()) return Value::boolean(false);
-      if (m == "isspace") {
+      if (id == M::k_isspace) {
         for (size_t i = 0; i < s.size();) {
           size_t n = py_space_at(s, i);
           if (!n) return Value::boolean(false);
@@ -1105,67 +1123,73 @@ Value Evaluator::call_method(const Expr& call, const Value& obj, const std::stri
         }
         return Value::boolean(true);
       }
-      if (m == "islower" || m == "isupper") {
+      if (id == M::k_islower || id == M::k_isupper) {
         bool cased = false;
         for (unsigned char c : s) {
           if (std::isalpha(c)) {
             cased = true;
-            if (m == "islower" ? std::isupper(c) : std::islower(c)) return Value::boolean(false);
+            if (id == M::k_islower ? std::isupper(c) : std::islower(c)) return Value::boolean(false);
           }
         }
         return Value::boolean(cased);
       }
       for (unsigned char c : s) {
-        bool ok = m == "isdigit" ? std::isdigit(c) : m == "isalpha" ? std::isalpha(c) : std::isalnum(c);
+        bool ok = id == M::k_isdigit ? std::isdigit(c) : id == M::k_isalpha ? std::isalpha(c) : std::isalnum(c);
         if (!ok) return Value::boolean(false);
       }
       return Value::boolean(true);
     }
-    error(call, "the string method '" + m + "'", Error::Kind::kUnsupported);
+    static const char* const kStrMethods[] = {
+        "casefold", "center", "encode", "expandtabs", "format", "format_map", "index", "isascii", "isdecimal",
+        "isidentifier", "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition", "removeprefix",
+        "removesuffix", "rindex", "rjust", "rpartition", "swapcase", "translate", "zfill"};
+    for (const char* known : kStrMethods)
+      if (m == known) error(call, "the string method '" + m + "'", Error::Kind::kUnsupported);
+    error(call, "'str object' has no attribute '" + m + "'");
   }
   if (obj.is_dict()) {
     const Dict& d = obj.as_dict();
-    if (m == "items") {
+    if (id == M::k_items) {
       args({});
       List out;
       out.reserve(d.items.size());
-      for (const auto& [k, v] : d.items) out.push_back(Value::list(List{k, v}));
+      for (const auto& [k, v] : d.items) out.push_back(Value::tuple(List{k, v}));
       return Value::list(std::move(out));
     }
-    if (m == "keys" || m == "values") {
+    if (id == M::k_keys || id == M::k_values) {
       args({});
       List out;
-      for (const auto& [k, v] : d.items) out.push_back(m == "keys" ? k : v);
+      for (const auto& [k, v] : d.items) out.push_back(id == M::k_keys ? k : v);
       return Value::list(std::move(out));
     }
-    if (m == "get") {
+    if (id == M::k_get) {
       Args a = args({"key", "default"});
       if (const Value* v = d.find(a[0])) return *v;
       return a.has(1) ? a[1] : Value::none();
     }
-    if (m == "copy") { args({}); return obj; }
+    if (id == M::k_copy) { args({}); return obj; }
     error(call, "access to attribute '" + m + "' of 'dict' object is unsafe.");
   }
   if (obj.is_list()) {
     const List& l = obj.as_list();
-    if (m == "index" || m == "count") {
+    if (id == M::k_index || id == M::k_count) {
       Args a = args({"value"});
       int64_t n = 0;
       for (size_t i = 0; i < l.size(); ++i) {
         if (!py_equal(l[i], a[0])) continue;
-        if (m == "index") return Value::integer(static_cast<int64_t>(i));
+        if (id == M::k_index) return Value::integer(static_cast<int64_t>(i));
         ++n;
       }
-      if (m == "index") error(call, "value is not in list");
+      if (id == M::k_index) error(call, "value is not in list");
       return Value::integer(n);
     }
-    if (m == "copy") { args({}); return obj; }
-    if (m == "append" || m == "extend" || m == "insert" || m == "pop" || m == "remove" || m == "reverse" ||
-        m == "sort" || m == "clear")
+    if (id == M::k_copy) { args({}); return obj; }
+    if (id == M::k_append || id == M::k_extend || id == M::k_insert || id == M::k_pop || id == M::k_remove || id == M::k_reverse ||
+        id == M::k_sort || id == M::k_clear)
       error(call, "access to attribute '" + m + "' of 'list' object is unsafe.");
     error(call, "'list object' has no attribute '" + m + "'");
   }
-  if (obj.kind() == Value::Kind::kLoop && m == "cycle") {
+  if (obj.kind() == Value::Kind::kLoop && id == M::k_cycle) {
     if (call.args.size() < 2) error(call, "no items for cycling given");
     size_t n = call.args.size() - 1;
     return eval(*call.args[1 + obj.as_loop().index % n]);

@@ -41,6 +41,8 @@ class Evaluator {
   size_t open_scope() const { return undo_.size(); }
   void close_scope(size_t mark);
   Value eval_binary(const Expr& e);
+  Value binary_op(const Expr& e, Value a, Value b);
+  bool eval_add_chain(const Expr& e, Value* result, std::string* direct);
   Value eval_compare(const Expr& e);
   Value eval_call(const Expr& e);
   Value eval_slice(const Expr& e);
@@ -61,6 +63,7 @@ class Evaluator {
   std::string* out_ = &out_storage_;
   std::vector<std::pair<size_t, size_t>> spans_;
   const Body* caller_body_ = nullptr;
+  int call_depth_ = 0;
 };
 
 }  // namespace air::jinja

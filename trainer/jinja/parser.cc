@@ -15,11 +15,12 @@ void fail(Error::Kind kind, const std::string& name, int line, int column, const
   m << name << ":" << line << ":" << column << ": ";
   switch (kind) {
     case Error::Kind::kSyntax: m << "syntax error: "; break;
-    case Error::Kind::kUnsupported: m << "unsupported: "; break;
+    case Error::Kind::kUnsupported: m << "unsupported: "; break;  // the message ends with the note below
     case Error::Kind::kRaised: m << "raised: "; break;
     case Error::Kind::kRuntime: m << "error: "; break;
   }
   m << what;
+  if (kind == Error::Kind::kUnsupported) m << " (valid Jinja that air's template engine does not implement)";
   throw Error(kind, m.str(), line, column);
 }
 
@@ -143,6 +144,7 @@ class Parser {
 
   // Parses {% tag ... %} ... up to and including its end tag.
   StmtPtr parse_statement() {
+    Depth guard(*this);
     const Token& t = cur();
     const std::string& tag = t.text;
     if (tag == "if") return parse_if();
@@ -390,7 +392,19 @@ class Parser {
     return false;
   }
 
+  // Nesting is bounded so a hostile template cannot overflow the stack (here or in the evaluator).
+  struct Depth {
+    Parser& p;
+    explicit Depth(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth)
+        p.error(p.cur(), "expressions or blocks nested too deeply (the limit is " + std::to_string(kMaxDepth) + " parser levels)", Error::Kind::kUnsupported);
+    }
+    ~Depth() { --p.depth_; }
+  };
+  static constexpr int kMaxDepth = 256;
+
   ExprPtr parse_expression(bool with_condexpr) {
+    Depth guard(*this);
     return with_condexpr ? parse_condexpr() : parse_or();
   }
 
@@ -437,6 +451,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Depth guard(*this);
     if (cur().is_name("not")) {
       auto e = node(Expr::Kind::kNot, next());
       e->args.push_back(parse_not());
@@ -526,6 +541,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Depth guard(*this);
     const Token& t = cur();
     ExprPtr e;
     if (t.is_op("-") || t.is_op("+")) {
@@ -618,6 +634,7 @@ class Parser {
         if (a.type == T::kName) {
           auto g = node(Expr::Kind::kAttr, a);
           g->name = next().text;
+          g->negated = is_dict_method(g->name);  // for kAttr: the name is one of dict's methods
           g->args.push_back(std::move(e));
           e = std::move(g);
         } else if (a.type == T::kInt) {
@@ -692,6 +709,7 @@ class Parser {
     auto e = node(Expr::Kind::kCall, cur());
     e->line = callee->line;
     e->column = callee->column;
+    if (callee->kind == Expr::Kind::kAttr) e->slot = find_method(callee->name);
     e->args.push_back(std::move(callee));
     parse_args(*e);
     return e;
@@ -774,6 +792,7 @@ class Parser {
   std::map<std::string, int> slots_;
   std::vector<std::string> open_;
   int loop_depth_ = 0;
+  int depth_ = 0;
 };
 
 void point_literals(Expr& e) {

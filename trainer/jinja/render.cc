@@ -26,13 +26,11 @@ Evaluator::Evaluator(const Program& program, const RenderOptions& options)
     }
     return g;
   }();
-  for (size_t i = 0; i < program.names.size(); ++i) {
-    int g = find_global(program.names[i]);
-    if (g >= 0) slots_[i] = Value::callable(globals[g]);
-  }
+  for (auto [slot, g] : program.global_slots) slots_[slot] = Value::callable(globals[g]);
 }
 
 Rendered Evaluator::run() {
+  out_storage_.reserve(1024);
   exec(program_.body);
   return Rendered{std::move(out_storage_), std::move(spans_)};
 }
@@ -65,11 +63,13 @@ void Evaluator::close_scope(size_t prev_mark) {
   --scope_depth_;
 }
 
-namespace {
-struct ScopeEnter {
-  size_t prev;
-};
-}  // namespace
+bool is_dict_method(std::string_view name) {
+  static const char* const kDictMethods[] = {"items", "keys", "values", "get", "pop", "update", "setdefault",
+                                             "clear", "popitem", "copy", "fromkeys"};
+  for (const char* m : kDictMethods)
+    if (name == m) return true;
+  return false;
+}
 
 #define AIR_JINJA_OPEN_SCOPE(var) \
   size_t var = scope_mark_;       \
@@ -103,7 +103,16 @@ void Evaluator::output(const Value& v, const Expr& at) {
 Evaluator::Flow Evaluator::exec(const Stmt& s) {
   switch (s.kind) {
     case Stmt::Kind::kText: *out_ += s.text; return Flow::kNormal;
-    case Stmt::Kind::kOutput: output(eval(*s.expr), *s.expr); return Flow::kNormal;
+    case Stmt::Kind::kOutput: {
+      const Expr& e = *s.expr;
+      if (e.kind == Expr::Kind::kBinary && e.op == Expr::Op::kAdd) {
+        Value v;
+        if (!eval_add_chain(e, &v, out_)) output(v, e);
+        return Flow::kNormal;
+      }
+      output(eval(e), e);
+      return Flow::kNormal;
+    }
     case Stmt::Kind::kIf:
       for (size_t i = 0; i < s.bodies.size(); ++i) {
         if (i < s.conditions.size() && !eval(*s.conditions[i]).truthy()) continue;
@@ -252,6 +261,9 @@ Value Evaluator::eval(const Expr& e) {
     case Expr::Kind::kAttr: {
       Value obj = eval(*e.args[0]);
       require_defined(obj, e);
+      if (obj.is_dict() && e.negated)
+        error(e, "'" + e.name + "' names a dict method (jinja2 would give the method object, not the key)",
+              Error::Kind::kUnsupported);
       return get_attr(obj, e.name);
     }
     case Expr::Kind::kItem: {
@@ -302,7 +314,7 @@ Value Evaluator::eval(const Expr& e) {
       List items;
       items.reserve(e.args.size());
       for (const ExprPtr& a : e.args) items.push_back(eval(*a));
-      return Value::list(std::move(items));
+      return e.kind == Expr::Kind::kTuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
     case Expr::Kind::kDict: {
       auto d = std::make_shared<Dict>();
@@ -343,9 +355,62 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 }  // namespace
 
+// `a + b + c ...` (left-associative): the operands are evaluated in order; when all are strings (the
+// common case: '<|im_start|>' + message.role + '\n' + ...) they are joined with one allocation, or
+// appended straight to `direct` (the output); otherwise folded pair by pair as Python does.
+bool Evaluator::eval_add_chain(const Expr& e, Value* result, std::string* direct) {
+  const Expr* nodes[32];
+  size_t n = 0;
+  const Expr* cur = &e;
+  while (cur->kind == Expr::Kind::kBinary && cur->op == Expr::Op::kAdd && n < 31) {
+    nodes[n++] = cur;
+    cur = cur->args[0].get();
+  }
+  // nodes[n-1] is the innermost `+`; cur is the leftmost operand. Only n + 1 values are constructed.
+  struct Values {
+    alignas(Value) unsigned char raw[32 * sizeof(Value)];
+    size_t count = 0;
+    Value& operator[](size_t i) { return reinterpret_cast<Value*>(raw)[i]; }
+    void push(Value v) { new (&(*this)[count++]) Value(std::move(v)); }
+    ~Values() {
+      for (size_t i = 0; i < count; ++i) (*this)[i].~Value();
+    }
+  } values;
+  values.push(eval(*cur));
+  bool strings = values[0].is_string();
+  size_t total = values[0].as_string().size();
+  for (size_t i = 0; i < n; ++i) {
+    values.push(eval(*nodes[n - 1 - i]->args[1]));
+    strings = strings && values[i + 1].is_string();
+    if (strings) total += values[i + 1].as_string().size();
+  }
+  if (strings) {
+    if (direct) {
+      for (size_t i = 0; i <= n; ++i) *direct += values[i].as_string();
+      return true;
+    }
+    std::string s;
+    s.reserve(total);
+    for (size_t i = 0; i <= n; ++i) s += values[i].as_string();
+    *result = Value::string(std::move(s));
+    return false;
+  }
+  Value acc = std::move(values[0]);
+  for (size_t i = 0; i < n; ++i) acc = binary_op(*nodes[n - 1 - i], std::move(acc), std::move(values[i + 1]));
+  *result = std::move(acc);
+  return false;
+}
+
 Value Evaluator::eval_binary(const Expr& e) {
-  Value a = eval(*e.args[0]);
-  Value b = eval(*e.args[1]);
+  if (e.op == Expr::Op::kAdd) {
+    Value r;
+    eval_add_chain(e, &r, nullptr);
+    return r;
+  }
+  return binary_op(e, eval(*e.args[0]), eval(*e.args[1]));
+}
+
+Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
   require_defined(a, *e.args[0]);
   require_defined(b, *e.args[1]);
   using K = Value::Kind;
@@ -379,6 +444,9 @@ Value Evaluator::eval_binary(const Expr& e) {
       const Value* n = seq == &a ? &b : &a;
       if (seq && n->is_number() && n->kind() != K::kFloat) {
         int64_t times = std::max<int64_t>(0, n->as_int());
+        size_t unit = seq->is_string() ? seq->as_string().size() : seq->as_list().size() * sizeof(Value);
+        if (times > 0 && unit > 0 && static_cast<uint64_t>(times) > (uint64_t{1} << 30) / unit)
+          error(e, "the result of '*' would exceed 1 GiB");
         if (seq->is_string()) {
           std::string s;
           for (int64_t i = 0; i < times; ++i) s += seq->as_string();
@@ -496,11 +564,7 @@ Value Evaluator::eval_call(const Expr& e) {
     require_defined(obj, callee);
     if (obj.is_dict()) {
       // A dict's own key wins only where it is not a method name (jinja2 getattr looks at methods first).
-      static const char* const kDictMethods[] = {"items", "keys", "values", "get", "pop", "update", "setdefault",
-                                                 "clear", "popitem", "copy"};
-      bool method = false;
-      for (const char* m : kDictMethods) method = method || callee.name == m;
-      if (!method) {
+      if (!callee.negated) {
         const Value* v = obj.as_dict().find(callee.name);
         if (v && v->kind() == Value::Kind::kCallable) return call_macro(e, v->as_callable());
         Value missing = v ? *v : Value::missing(callee.name, Value::Kind::kDict);
@@ -522,6 +586,12 @@ Value Evaluator::eval_call(const Expr& e) {
 Value Evaluator::call_macro(const Expr& call, const Callable& macro) {
   if (macro.kind != Callable::Kind::kMacro) error(call, "'" + macro.name + "' is not a macro");
   const Stmt& m = *macro.macro;
+  struct CallDepth {
+    int& d;
+    explicit CallDepth(int& depth) : d(depth) { ++d; }
+    ~CallDepth() { --d; }
+  } depth(call_depth_);
+  if (call_depth_ > 200) error(call, "maximum recursion depth exceeded (macro '" + m.macro_name + "')");
   if (call.args.size() - 1 > m.param_slots.size())
     error(call, "macro '" + m.macro_name + "' takes not more than " + std::to_string(m.param_slots.size()) + " argument(s)");
   std::vector<Value> values(m.param_slots.size());
@@ -624,6 +694,7 @@ Value Evaluator::eval_slice(const Expr& e) {
 // ---- the Template facade ----
 
 struct Template::Impl {
+  std::string source;
   std::unique_ptr<Program> program;
   std::unordered_map<std::string, int> slots;
 };
@@ -676,9 +747,38 @@ Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 Template::~Template() = default;
 
+namespace {
+
+// The template's line and a caret under the column, after the message (GCC's form).
+Error with_source_line(const Error& e, std::string_view source) {
+  std::string_view rest = source;
+  for (int line = 1; line < e.line && !rest.empty(); ++line) {
+    size_t nl = rest.find_first_of("\r\n");
+    if (nl == std::string_view::npos) { rest = {}; break; }
+    rest.remove_prefix(nl + (rest.compare(nl, 2, "\r\n") == 0 ? 2 : 1));
+  }
+  std::string_view text = rest.substr(0, rest.find_first_of("\r\n"));
+  if (text.empty() || text.size() > 300) return e;
+  std::string caret;
+  size_t col = 1;
+  for (size_t i = 0; i < text.size() && col < static_cast<size_t>(e.column); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) == 0x80) continue;
+    caret += text[i] == '\t' ? '\t' : ' ';
+    ++col;
+  }
+  return Error(e.kind, std::string(e.what()) + "\n    " + std::string(text) + "\n    " + caret + "^", e.line, e.column);
+}
+
+}  // namespace
+
 Template Template::parse(std::string_view source, std::string name) {
   auto impl = std::make_unique<Impl>();
-  impl->program = parse_program(source, name);
+  impl->source = std::string(source);
+  try {
+    impl->program = parse_program(source, name);
+  } catch (const Error& e) {
+    throw with_source_line(e, source);
+  }
   Program& p = *impl->program;
   for (size_t i = 0; i < p.names.size(); ++i) impl->slots.emplace(p.names[i], static_cast<int>(i));
   auto find = [&](const char* n) {
@@ -686,16 +786,29 @@ Template Template::parse(std::string_view source, std::string name) {
     return it == impl->slots.end() ? -1 : it->second;
   };
   p.loop_slot = find("loop");
+  for (size_t i = 0; i < p.names.size(); ++i)
+    if (int g = find_global(p.names[i]); g >= 0) p.global_slots.emplace_back(static_cast<int>(i), g);
   p.caller_slot = find("caller");
   return Template(std::move(impl));
 }
 
+// A raised error is the record's (its message is the template author's); others show the template's line.
 Rendered Template::render(const nlohmann::json& context, const RenderOptions& options) const {
-  return render_with(*impl_, context, options);
+  try {
+    return render_with(*impl_, context, options);
+  } catch (const Error& e) {
+    if (e.kind == Error::Kind::kRaised) throw;
+    throw with_source_line(e, impl_->source);
+  }
 }
 
 Rendered Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
-  return render_with(*impl_, context, options);
+  try {
+    return render_with(*impl_, context, options);
+  } catch (const Error& e) {
+    if (e.kind == Error::Kind::kRaised) throw;
+    throw with_source_line(e, impl_->source);
+  }
 }
 
 bool Template::has_generation_blocks() const { return impl_->program->has_generation; }

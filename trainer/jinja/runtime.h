@@ -39,7 +39,7 @@ struct Expr {
   std::string literal_storage;  // a string literal's text (literal views it)
   std::string name;  // variable, attribute, filter or test name
   int slot = -1;     // kName: the variable's id; kFilter / kTest: the builtin's id
-  bool negated = false;  // kTest: `is not`
+  bool negated = false;  // kTest: `is not`; kAttr: the name is a dict method (jinja2's getattr finds it first)
   std::vector<ExprPtr> args;  // operands, call arguments (after the callee / filtered value in args[0])
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<Op> ops;  // kCompare: one per operand after the first
@@ -98,11 +98,14 @@ struct Program {
   bool has_generation = false;
   int loop_slot = -1;    // the slot of `loop`, where the template uses it
   int caller_slot = -1;  // the slot of `caller`
+  std::vector<std::pair<int, int>> global_slots;  // (slot, Global) of the globals the template names
   std::string name;
 };
 
 // Parses a template source into a Program. Throws Error.
 std::unique_ptr<Program> parse_program(std::string_view source, const std::string& name);
+
+bool is_dict_method(std::string_view name);
 
 [[noreturn]] void fail(Error::Kind kind, const std::string& name, int line, int column, const std::string& what);
 

@@ -137,6 +137,7 @@ bool py_equal(const Value& a, const Value& b) {
     case K::kList: {
       const List& x = a.as_list();
       const List& y = b.as_list();
+      if (a.is_tuple() != b.is_tuple()) return false;
       if (&x == &y) return true;
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i)
@@ -279,14 +280,15 @@ void py_repr(const Value& v, std::string& out) {
   switch (v.kind()) {
     case K::kString: repr_string(v.as_string(), out); return;
     case K::kList: {
-      out += '[';
+      out += v.is_tuple() ? '(' : '[';
       bool first = true;
       for (const Value& item : v.as_list()) {
         if (!first) out += ", ";
         first = false;
         py_repr(item, out);
       }
-      out += ']';
+      if (v.is_tuple() && v.as_list().size() == 1) out += ',';
+      out += v.is_tuple() ? ')' : ']';
       return;
     }
     case K::kDict: {

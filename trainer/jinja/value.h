@@ -33,8 +33,20 @@ class Value {
   // A string that lives as long as the render (template literal, context JSON).
   static Value view(std::string_view s) { Value v; v.kind_ = Kind::kString; v.s_ = s; return v; }
   static Value string(std::string s);
+  // A part of the string `str` (a view into it that keeps its owner alive): no copy.
+  static Value substring(const Value& str, std::string_view part) {
+    Value v = str;
+    v.s_ = part;
+    return v;
+  }
   static Value list(List items);
   static Value list(std::shared_ptr<const List> items);
+  // A Python tuple: a list that prints as (a, b) and is not equal to a list (dict items, (a, b) literals).
+  static Value tuple(List items) {
+    Value v = list(std::move(items));
+    v.tuple_ = true;
+    return v;
+  }
   static Value dict(std::shared_ptr<const Dict> d);
   static Value ns(std::shared_ptr<Namespace> n);
   static Value loop(std::shared_ptr<LoopState> l);
@@ -60,6 +72,7 @@ class Value {
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
+  bool is_tuple() const { return tuple_; }
 
   bool as_bool() const { return i_ != 0; }
   int64_t as_int() const { return i_; }
@@ -79,6 +92,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
+  bool tuple_ = false;
   union {
     int64_t i_ = 0;
     double f_;

