@@ -224,6 +224,12 @@ void apply_yaml(TrainConfig& c, const std::string& text, const std::string& name
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) throw usage_error(name + ": expected a mapping of settings (key: value)");
+  // A workload file (`air run -f train.yaml`): its `parameters:` are the settings (air-train --config
+  // train.yaml --preview-data N). Locations stay those of the file.
+  if (const YAML::Node& r = root; r["parameters"] && r["parameters"].IsMap() && (r["command"] || r["compute"])) {
+    const YAML::Node params = r["parameters"];
+    root = params;
+  }
   std::vector<std::string> errors;
   std::set<std::string> seen;
   for (const auto& kv : root) {

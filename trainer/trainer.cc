@@ -264,8 +264,8 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
   DataLoader& loader = *data.train;
   const std::vector<MicroBatch> eval = eval_batches(data.eval, data.options, c.eval_max_batches);
   if (!eval.empty())
-    log << "eval: " << data.eval.size() << " examples, " << eval.size() << " micro-batches per rank, every "
-        << (c.eval_every_steps > 0 ? std::to_string(c.eval_every_steps) + " steps and " : "") << "after the last step\n";
+    log << "eval: " << data.eval.size() << " examples, " << eval.size() << " micro-batches per rank, "
+        << (c.eval_every_steps > 0 ? "every " + std::to_string(c.eval_every_steps) + " steps and " : "") << "after the last step\n";
   SaveOptions save{c.output_dir,
                    c.save_dtype == "bf16" || (c.save_dtype == "auto" && s.compute_dtype == at::kBFloat16) ? at::kBFloat16
                                                                                                            : at::kFloat,
