@@ -95,7 +95,7 @@ Options options_from_env() {
 
 bool is_model_training_file(const std::string& path) {
   static const char* names[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                                "special_tokens_map.json", "model.safetensors.index.json"};
+                                "special_tokens_map.json", "model.safetensors.index.json", "chat_template.jinja"};
   if (path.find('/') != std::string::npos) return false;  // only the top level: no original/ or onnx/ copies
   for (const char* n : names)
     if (path == n) return true;

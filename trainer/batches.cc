@@ -1,5 +1,5 @@
-// Prompt formatting (the readers live in trainer/data/), response-only loss masking, and padded / packed batching with a
-// seeded, world-size-independent row order.
+// Padded / packed batching of examples with their trained tokens (trainer/data/example.h) and a seeded,
+// world-size-independent row order.
 #include "trainer/batches.h"
 
 #include <random>
@@ -16,26 +16,6 @@ void shuffle_indices(std::vector<uint32_t>& v, uint64_t seed) {
 }
 
 }  // namespace
-
-std::string format_prompt(const AlpacaRecord& r) {
-  std::string p = "### Instruction:\n" + r.instruction + "\n\n";
-  if (!r.input.empty()) p += "### Input:\n" + r.input + "\n\n";
-  return p + "### Response:\n";
-}
-
-// The prompt and the response are encoded separately so the mask boundary is exact; the prompt ends in
-// "\n", where the Llama 3 pre-tokenizer always splits, so this gives the ids of encoding the whole text.
-Example make_example(const AlpacaRecord& r, const TextEncoder& enc) {
-  Example e;
-  if (enc.bos) e.ids.push_back(*enc.bos);
-  auto p = enc.encode(format_prompt(r));
-  e.ids.insert(e.ids.end(), p.begin(), p.end());
-  e.prompt_len = static_cast<int64_t>(e.ids.size());
-  auto o = enc.encode(r.output);
-  e.ids.insert(e.ids.end(), o.begin(), o.end());
-  e.ids.push_back(enc.eos);
-  return e;
-}
 
 DataLoader::DataLoader(std::vector<Example> examples, DataOptions options)
     : examples_(std::move(examples)), o_(options) {
@@ -81,8 +61,7 @@ int64_t DataLoader::row_targets(const Row& r) const {
   for (uint32_t i : r) {
     const Example& e = examples_[i];
     const int64_t len = std::min<int64_t>(static_cast<int64_t>(e.ids.size()), o_.max_seq_len - used);
-    // Positions t in [prompt_len - 1, len - 1) predict a response token.
-    n += std::max<int64_t>(0, len - std::max<int64_t>(e.prompt_len, 1));
+    n += e.targets_within(len);  // position t predicts token t + 1 when that token is trained
     used += len;
   }
   return n;
@@ -116,7 +95,7 @@ MicroBatch DataLoader::materialize(const std::vector<const Row*>& rows) const {
         ids[b][off + t] = e.ids[static_cast<size_t>(t)];
         pos[b][off + t] = t;
         sg[b][off + t] = k;
-        if (t + 1 < len && t + 1 >= e.prompt_len) tgt[b][off + t] = e.ids[static_cast<size_t>(t + 1)];
+        if (t + 1 < len && e.trained(static_cast<size_t>(t + 1))) tgt[b][off + t] = e.ids[static_cast<size_t>(t + 1)];
       }
       off += len;
       mb.real_tokens += len;
@@ -128,6 +107,13 @@ MicroBatch DataLoader::materialize(const std::vector<const Row*>& rows) const {
   mb.target_tokens = mb.targets.ne(-100).sum().item<int64_t>();
   if (o_.packing) mb.segments = seg;
   return mb;
+}
+
+MicroBatch DataLoader::materialize_rows(const std::vector<int64_t>& rows) const {
+  static const Row kEmpty;
+  std::vector<const Row*> ptrs;
+  for (int64_t r : rows) ptrs.push_back(r >= 0 && r < static_cast<int64_t>(rows_.size()) ? &rows_[static_cast<size_t>(r)] : &kEmpty);
+  return materialize(ptrs);
 }
 
 StepBatch DataLoader::next() {

@@ -1,5 +1,5 @@
-// Instruction data: Alpaca records (instruction / input / output) from JSON, JSONL or Parquet (trainer/data/), formatted like the
-// reference script, tokenized with the loss masked to the response, then batched padded (one example per
+// Training examples (trainer/data/: Alpaca records formatted like the reference script, conversations in the
+// model's chat template, each with its trained tokens), batched padded (one example per
 // row, like the reference) or packed (several per row, positions restarting per example). The row order
 // is a deterministic function of the seed, and each rank reads its own disjoint rows of every step.
 #pragma once
@@ -11,28 +11,10 @@
 
 #include <ATen/ATen.h>
 
-#include "trainer/data/alpaca.h"  // AlpacaRecord, read_alpaca (JSON, JSONL, Parquet)
+#include "trainer/data/alpaca.h"   // AlpacaRecord, read_alpaca (JSON, JSONL, Parquet)
+#include "trainer/data/example.h"  // TextEncoder, Example, make_example
 
 namespace air::train {
-
-// "### Instruction:\n{instruction}\n\n" ["### Input:\n{input}\n\n"] "### Response:\n" (the reference's).
-std::string format_prompt(const AlpacaRecord& r);
-
-// What the data needs from a tokenizer.
-struct TextEncoder {
-  std::function<std::vector<int32_t>(const std::string&)> encode;  // no special tokens added
-  std::optional<int32_t> bos;  // prepended when set (Llama 3's tokenizer adds <|begin_of_text|>)
-  int32_t eos = 0;             // appended after the response (the reference appends eos_token)
-  int32_t pad = 0;             // fills padded rows; never a target
-};
-
-// One tokenized example: [bos] prompt response eos. Tokens from prompt_len on are trained on.
-struct Example {
-  std::vector<int32_t> ids;
-  int64_t prompt_len = 0;
-};
-
-Example make_example(const AlpacaRecord& r, const TextEncoder& enc);
 
 struct DataOptions {
   int64_t max_seq_len = 1024;
@@ -76,6 +58,9 @@ class DataLoader {
   };
   Position position() const { return {epoch_, cursor_}; }
   void seek(Position p);
+
+  // A micro-batch of rows of the current epoch by index; an index past the end is a row of padding (eval).
+  MicroBatch materialize_rows(const std::vector<int64_t>& rows) const;
 
  private:
   using Row = std::vector<uint32_t>;  // example indices laid out in the row

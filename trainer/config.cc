@@ -99,7 +99,7 @@ const std::vector<Field>& fields() {
   using C = TrainConfig;
   static const std::vector<Field> kFields = {
       str_field("model_name", "model folder (config.json, *.safetensors, tokenizer.json) or hub name", &C::model_name),
-      str_field("dataset_name", "Alpaca-format .json/.jsonl file, folder, or hub dataset name", &C::dataset_name),
+      str_field("dataset_name", "records in a .json/.jsonl/.parquet file, folder, or hub dataset (see dataset_format)", &C::dataset_name),
       int_field("max_seq_len", "tokens per row", &C::max_seq_len),
       int_field("per_device_batch_size", "rows per micro-batch on each rank", &C::per_device_batch_size),
       int_field("gradient_accumulation_steps", "micro-batches per optimizer step", &C::gradient_accumulation_steps),
@@ -135,6 +135,20 @@ const std::vector<Field>& fields() {
       int_field("log_every", "print metrics every N steps", &C::log_every),
       int_field("max_examples", "use only the first N examples (0: all)", &C::max_examples),
       str_field("tokenizer_path", "tokenizer.json (default: the model's)", &C::tokenizer_path),
+      enum_field("dataset_format", "record format of every dataset file (auto: detected per file)", &C::dataset_format,
+                 {"auto", "alpaca", "messages", "sharegpt", "prompt_completion", "text"}),
+      enum_field("bad_records", "a malformed record: error, or skip it (counted in the log)", &C::bad_records, {"error", "skip"}),
+      enum_field("train_on", "trained tokens: every assistant turn, the last one, or all", &C::train_on,
+                 {"assistant", "last_assistant", "all"}),
+      str_field("chat_template", "Jinja chat template file (default: the tokenizer's)", &C::chat_template),
+      str_field("chat_template_date", "the date strftime_now gives the template, e.g. 2026-12-06 (default: today)",
+                &C::chat_template_date),
+      str_field("eval_dataset", "eval data: a file, folder or hub dataset, or a split of dataset_name (validation, test)",
+                &C::eval_dataset),
+      double_field("eval_split_ratio", "hold out this fraction of dataset_name for eval (by seed)", &C::eval_split_ratio),
+      int_field("eval_every_steps", "evaluate every N steps (0: after the last step only)", &C::eval_every_steps),
+      int_field("eval_max_batches", "micro-batches per rank per evaluation (0: all)", &C::eval_max_batches),
+      str_field("data_cache_dir", "tokenized-data cache (default: $AIR_DATA_CACHE, else ~/.cache/air/data)", &C::data_cache_dir),
       bool_field("save", "write the checkpoint at the end", &C::save),
       enum_field("save_dtype", "dtype of the saved weights", &C::save_dtype, {"auto", "bf16", "fp32"}),
       str_field("max_shard_size", "shard the saved weights above this size", &C::max_shard_size),
@@ -210,6 +224,12 @@ void apply_yaml(TrainConfig& c, const std::string& text, const std::string& name
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) throw usage_error(name + ": expected a mapping of settings (key: value)");
+  // A workload file (`air run -f train.yaml`): its `parameters:` are the settings (air-train --config
+  // train.yaml --preview-data N). Locations stay those of the file.
+  if (const YAML::Node& r = root; r["parameters"] && r["parameters"].IsMap() && (r["command"] || r["compute"])) {
+    const YAML::Node params = r["parameters"];
+    root = params;
+  }
   std::vector<std::string> errors;
   std::set<std::string> seen;
   for (const auto& kv : root) {
@@ -287,6 +307,14 @@ void apply_override(TrainConfig& c, const std::string& assignment) {
   c.origin[key] = "--set";
 }
 
+// The chat and eval data settings (kept apart from the rest for readability).
+static void validate_data_settings(const TrainConfig& c, std::vector<std::string>& e) {
+  if (c.eval_split_ratio < 0 || c.eval_split_ratio >= 1) e.push_back("eval_split_ratio must be within [0, 1)");
+  if (c.eval_split_ratio > 0 && !c.eval_dataset.empty()) e.push_back("set eval_dataset or eval_split_ratio, not both");
+  if (c.eval_every_steps < 0) e.push_back("eval_every_steps must not be negative (0: after the last step)");
+  if (c.eval_max_batches < 0) e.push_back("eval_max_batches must not be negative (0: all)");
+}
+
 void validate(const TrainConfig& c) {
   std::vector<std::string> e;
   if (c.model_name.empty()) e.push_back("model_name is required");
@@ -312,6 +340,7 @@ void validate(const TrainConfig& c) {
     e.push_back("precision: fp8 computes in bf16 around its e4m3 GEMMs: use dtype: bf16 or auto (on a CPU, auto "
                 "is fp32 and the FP8 GEMMs are emulated)");
   if (c.resume.empty()) e.push_back("resume must be auto, never, or a checkpoint folder");
+  validate_data_settings(c, e);
   validate_lora(c.lora, e);
   if (c.lora.enabled && c.precision == "fp8")
     e.push_back("lora with precision: fp8 is not supported: the frozen base computes in the compute dtype (bf16)");

@@ -45,6 +45,17 @@ struct TrainConfig {
   int64_t log_every = 1;
   int64_t max_examples = 0;              // 0 = the whole dataset
   std::string tokenizer_path;            // default: <model>/tokenizer.json
+  // Chat and eval data (docs/trainer.md, "Data").
+  std::string dataset_format = "auto";   // auto | alpaca | messages | sharegpt | prompt_completion | text
+  std::string bad_records = "error";     // error | skip (counted in the log)
+  std::string train_on = "assistant";    // assistant | last_assistant | all
+  std::string chat_template;             // a Jinja file; default: the tokenizer's (tokenizer_config.json, chat_template.jinja)
+  std::string chat_template_date;        // what strftime_now gives the template (e.g. 2026-12-06); default: today
+  std::string eval_dataset;              // a file, folder or hub dataset, or a split of dataset_name (validation, test)
+  double eval_split_ratio = 0;           // hold out this fraction of dataset_name (by seed) when eval_dataset is unset
+  int64_t eval_every_steps = 0;          // 0: only after the last step (when there is eval data)
+  int64_t eval_max_batches = 0;          // micro-batches per rank per evaluation (0: the whole eval set)
+  std::string data_cache_dir;            // tokenized-data cache; default: $AIR_DATA_CACHE, else ~/.cache/air/data
   bool save = true;                      // write the consolidated checkpoint at the end
   std::string save_dtype = "auto";       // auto (bf16 when training in bf16, else fp32) | bf16 | fp32
   std::string max_shard_size = "5GB";    // shard model.safetensors above this size (as save_pretrained)

@@ -88,6 +88,22 @@ Source resolve_model(const std::string& name, std::ostream* log) {
   return {s.dir, s.files, describe(repo, s, hub::options_from_env())};
 }
 
+Source resolve_tokenizer_files(const std::string& name, std::ostream* log) {
+  std::error_code ec;
+  if (fs::is_directory(name, ec) || !hub::looks_like_repo_id(name)) return resolve_model(name, log);
+  auto is_tokenizer_file = [](const std::string& path) {
+    static const char* kFiles[] = {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
+                                   "special_tokens_map.json", "config.json"};
+    for (const char* f : kFiles)
+      if (path == f) return true;
+    return false;
+  };
+  hub::Repo repo = hub::parse_repo(name, hub::RepoType::kModel);
+  hub::Snapshot s = fetch(repo, hub::select_by(is_tokenizer_file),
+                          [](const hub::Snapshot& s) { return fs::is_regular_file(fs::path(s.dir) / "tokenizer.json"); }, log);
+  return {s.dir, s.files, describe(repo, s, hub::options_from_env())};
+}
+
 Source resolve_dataset(const std::string& name, const std::string& split, std::ostream* log) {
   std::error_code ec;
   if (fs::is_regular_file(name, ec)) {

@@ -18,6 +18,9 @@ struct Source {
 std::string hf_hub_cache_dir();
 // A folder with config.json. `log` receives download progress. Throws an air::Error with a hint.
 Source resolve_model(const std::string& model_name, std::ostream* log = nullptr);
+// The model's tokenizer files only (tokenizer.json, tokenizer_config.json, chat_template.jinja,
+// special_tokens_map.json, config.json): no weights are downloaded (--preview-data).
+Source resolve_tokenizer_files(const std::string& model_name, std::ostream* log = nullptr);
 // The .json / .jsonl / .parquet files of a dataset (one file, every such file in a folder, or a hub
 // dataset's files of `split`, named as the datasets library names them).
 Source resolve_dataset(const std::string& dataset_name, const std::string& split = "train", std::ostream* log = nullptr);

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
@@ -18,6 +20,8 @@
 #include "trainer/mlflow_logger.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/sources.h"
+#include "trainer/train_data.h"
+#include "trainer/preview.h"
 #include "trainer/tokenizer/tokenizer.h"
 
 namespace air::train {
@@ -53,6 +57,7 @@ TextEncoder make_encoder(std::shared_ptr<const Tokenizer> shared, const std::str
   const fs::path dir = fs::path(tok_path).parent_path();
   TextEncoder enc;
   enc.encode = [shared](const std::string& s) { return shared->encode(s, false); };
+  enc.tokenizer = shared;
   enc.bos = tok.bos_id();
   auto eos = special_from_config(tok, dir, "eos_token");
   if (!eos) eos = tok.eos_id();
@@ -102,26 +107,6 @@ int64_t maybe_resume(const TrainConfig& c, Engine& engine, DataLoader& loader, s
   return loop.step;
 }
 
-std::vector<Example> load_examples(const TrainConfig& c, const TextEncoder& enc, std::ostream& log) {
-  std::vector<Example> out;
-  int64_t tokens = 0, truncated = 0;
-  const Source data = resolve_dataset(c.dataset_name, "train", &log);
-  log << "dataset: " << c.dataset_name << " from " << data.origin << "\n";
-  for (const auto& file : data.files) {
-    for (const auto& r : read_alpaca(file)) {
-      if (c.max_examples > 0 && static_cast<int64_t>(out.size()) >= c.max_examples) break;
-      out.push_back(make_example(r, enc));
-      tokens += static_cast<int64_t>(out.back().ids.size());
-      truncated += static_cast<int64_t>(out.back().ids.size()) > c.max_seq_len;
-    }
-  }
-  if (out.empty()) throw Error("dataset " + c.dataset_name + " has no records");
-  log << "data: " << out.size() << " examples, " << tokens << " tokens (mean "
-      << tokens / static_cast<int64_t>(out.size()) << "), " << truncated << " longer than max_seq_len "
-      << c.max_seq_len << " (truncated)\n";
-  return out;
-}
-
 // Everything the loop needs before its first step: ranks, sources, tokenizer, device and dtypes.
 struct Prepared {
   EngineSetup setup;
@@ -160,34 +145,33 @@ Prepared prepare(TrainConfig& c, std::ostream& log) {
 }
 
 // The tokenizer's encoder: BOS/EOS/PAD from tokenizer_config.json, the tokenizer or config.json.
-TextEncoder load_encoder(const Prepared& p, std::ostream& log) {
+TextEncoder load_encoder(const std::string& tokenizer_path, const LlamaConfig& mc, std::ostream& log) {
   auto tok = std::make_shared<const Tokenizer>([&] {
     try {
-      return Tokenizer::from_file(p.tokenizer_path);
+      return Tokenizer::from_file(tokenizer_path);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
       throw Error(std::string("cannot load tokenizer: ") + e.what());
     }
   }());
-  const auto& mc = p.setup.model_config;
   if (tok->vocab_size() > mc.vocab_size)
     throw Error("the tokenizer has " + std::to_string(tok->vocab_size()) + " tokens but the model's vocab_size is " +
                 std::to_string(mc.vocab_size));
-  TextEncoder enc = make_encoder(tok, p.tokenizer_path, mc);
-  log << "tokenizer: " << p.tokenizer_path << " | bos " << (enc.bos ? std::to_string(*enc.bos) : "none") << ", eos "
+  TextEncoder enc = make_encoder(tok, tokenizer_path, mc);
+  log << "tokenizer: " << tokenizer_path << " | bos " << (enc.bos ? std::to_string(*enc.bos) : "none") << ", eos "
       << enc.eos << ", pad " << enc.pad << "\n";
   return enc;
 }
 
-DataLoader make_loader(const TrainConfig& c, const EngineSetup& s, const TextEncoder& enc, std::ostream& log) {
-  DataOptions dopt{c.max_seq_len, c.per_device_batch_size, c.gradient_accumulation_steps, s.rank, s.world_size,
-                   c.packing, static_cast<uint64_t>(c.seed), enc.pad};
-  DataLoader loader(load_examples(c, enc, log), dopt);
-  log << "data: " << loader.rows_per_epoch() << " rows per epoch (" << (c.packing ? "packed" : "padded") << " to "
-      << c.max_seq_len << "), " << loader.rows_per_step() << " rows per step = " << s.world_size << " ranks x "
+// The examples (trainer/train_data.h) and the step's shape in the log.
+TrainData make_data(const TrainConfig& c, const EngineSetup& s, const TextEncoder& enc, const std::string& tokenizer_path,
+                    std::ostream& log) {
+  TrainData d = load_train_data(c, s.rank, s.world_size, enc, tokenizer_path, log);
+  log << "data: " << d.train->rows_per_epoch() << " rows per epoch (" << (c.packing ? "packed" : "padded") << " to "
+      << c.max_seq_len << "), " << d.train->rows_per_step() << " rows per step = " << s.world_size << " ranks x "
       << c.per_device_batch_size << " x " << c.gradient_accumulation_steps << " accumulation\n";
-  return loader;
+  return d;
 }
 
 // One optimizer step: every micro-batch forward and backward, clip, AdamW; the step's loss and norm.
@@ -245,6 +229,13 @@ class StepReporter {
       if (metrics_file_.is_open()) metrics_file_ << json_line(m) << "\n" << std::flush;
     }
   }
+  void report_eval(int64_t step, const EvalResult& r) {
+    if (mlflow_) mlflow_->log_step(step, {{"eval_loss", r.loss}, {"eval_perplexity", r.perplexity}});
+    const std::string line = eval_json_line(step, r);
+    log_ << "eval step " << step << " | eval_loss " << r.loss << " | perplexity " << r.perplexity << " | " << r.tokens
+         << " tokens\n" << line << "\n" << std::flush;
+    if (metrics_file_.is_open()) metrics_file_ << line << "\n" << std::flush;
+  }
 
  private:
   const TrainConfig& c_;
@@ -255,6 +246,10 @@ class StepReporter {
 
 }  // namespace
 
+TextEncoder load_text_encoder(const std::string& tokenizer_path, const std::string& model_dir, std::ostream& log) {
+  return load_encoder(tokenizer_path, load_llama_config((fs::path(model_dir) / "config.json").string()), log);
+}
+
 TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& make_engine) {
   validate(c);
   // Rank 0 and the first rank of every other node print, so each node's log shows the (global) loss.
@@ -264,8 +259,13 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
 
   Prepared p = prepare(c, log);
   const EngineSetup& s = p.setup;
-  TextEncoder enc = load_encoder(p, log);
-  DataLoader loader = make_loader(c, s, enc, log);
+  TextEncoder enc = load_encoder(p.tokenizer_path, s.model_config, log);
+  TrainData data = make_data(c, s, enc, p.tokenizer_path, log);
+  DataLoader& loader = *data.train;
+  const std::vector<MicroBatch> eval = eval_batches(data.eval, data.options, c.eval_max_batches);
+  if (!eval.empty())
+    log << "eval: " << data.eval.size() << " examples, " << eval.size() << " micro-batches per rank, "
+        << (c.eval_every_steps > 0 ? "every " + std::to_string(c.eval_every_steps) + " steps and " : "") << "after the last step\n";
   SaveOptions save{c.output_dir,
                    c.save_dtype == "bf16" || (c.save_dtype == "auto" && s.compute_dtype == at::kBFloat16) ? at::kBFloat16
                                                                                                            : at::kFloat,
@@ -293,6 +293,11 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
     result.grad_norms.push_back(m.grad_norm);
     if (step == result.first_step)
       if (std::string note = engine->after_first_step(); !note.empty()) log << note << "\n";
+    if (!eval.empty() && ((c.eval_every_steps > 0 && step % c.eval_every_steps == 0) || step == c.max_steps)) {
+      EvalResult r = evaluate(*engine, eval, s.device);
+      reporter.report_eval(step, r);
+      result.eval_losses.push_back(r.loss);
+    }
     if (c.checkpoint_every_steps > 0 && (step % c.checkpoint_every_steps == 0 || step == c.max_steps)) {
       const auto pos = loader.position();
       engine->save_sharded(sharded_dir(c), {step, pos.epoch, pos.cursor, c.seed});
@@ -319,6 +324,8 @@ int train_main(int argc, char** argv) {
     std::string config_path;
     std::vector<std::string> sets;
     bool print_only = false;
+    int64_t preview = -1;  // --preview-data N
+    std::string output = "text";
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       auto value = [&](const std::string& flag) -> std::string {
@@ -326,8 +333,9 @@ int train_main(int argc, char** argv) {
         return argv[++i];
       };
       if (a == "-h" || a == "--help") {
-        std::cout << "usage: air-train [--config FILE] [--set key=value]... [--print-config]\n"
-                     "Reads settings from --config FILE, else the YAML at $HYPERPARAMETERS_PATH.\n\nsettings:\n";
+        std::cout << "usage: air-train [--config FILE] [--set key=value]... [--print-config] [--preview-data N [-o json]]\n"
+                     "Reads settings from --config FILE, else the YAML at $HYPERPARAMETERS_PATH.\n"
+                     "--preview-data N prints the first N records as they will be trained (tokenizer files only).\n\nsettings:\n";
         for (const auto& [k, help] : config_keys()) std::cout << "  " << k << ": " << help << "\n";
         return 0;
       } else if (a == "--config") {
@@ -340,6 +348,17 @@ int train_main(int argc, char** argv) {
         sets.push_back(a.substr(6));
       } else if (a == "--print-config") {
         print_only = true;
+      } else if (a == "--preview-data" || a.rfind("--preview-data=", 0) == 0) {
+        const std::string v = a == "--preview-data" ? value(a) : a.substr(15);
+        try {
+          preview = std::stoll(v);
+        } catch (...) {
+          preview = -1;
+        }
+        if (preview < 1) throw usage_error("--preview-data expects a number of records (1 or more), got '" + v + "'");
+      } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
+        output = a.rfind("--output=", 0) == 0 ? a.substr(9) : value(a);
+        if (output != "json" && output != "text") throw usage_error("-o expects json or text, got '" + output + "'");
       } else {
         throw usage_error("unknown argument '" + a + "'", "see air-train --help");
       }
@@ -358,6 +377,15 @@ int train_main(int argc, char** argv) {
       validate(c);
       std::cout << render_config(c);
       return 0;
+    }
+    if (preview > 0) {
+      PreviewOptions po;
+      po.records = preview;
+      po.json = output == "json";
+      const char* no_color = std::getenv("NO_COLOR");
+      po.color = !po.json && isatty(1) && !(no_color && *no_color);
+      // stdout holds the records alone; where the tokenizer and data came from goes to stderr.
+      return preview_data(c, po, std::cout, std::cerr);
     }
     run_training(c, std::cout);
     return 0;

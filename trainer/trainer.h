@@ -15,6 +15,7 @@ namespace air::train {
 struct TrainResult {
   std::vector<double> losses;      // per step (every step, whatever log_every says)
   std::vector<double> grad_norms;  // per step, before clipping
+  std::vector<double> eval_losses; // per evaluation (eval_every_steps and the last step), when there is eval data
   std::string checkpoint_dir;      // "" when not saved
   int64_t first_step = 1;          // > 1 when the run resumed from a sharded checkpoint
 };
@@ -29,7 +30,12 @@ using EngineFactory = std::function<std::unique_ptr<Engine>(const EngineSetup&)>
 // and on the first rank of every other node (LOCAL_RANK 0), so each node's log shows the global loss.
 TrainResult run_training(TrainConfig config, std::ostream& out, const EngineFactory& make_engine = {});
 
-// Parses arguments (--config FILE, --set key=value, --print-config, --help) and the environment
+struct TextEncoder;
+// The tokenizer at `tokenizer_path` with BOS / EOS / PAD from tokenizer_config.json, the tokenizer or the
+// model's config.json (no weights read): what --preview-data needs.
+TextEncoder load_text_encoder(const std::string& tokenizer_path, const std::string& model_dir, std::ostream& log);
+
+// Parses arguments (--config FILE, --set key=value, --print-config, --preview-data N [-o json], --help) and the environment
 // (HYPERPARAMETERS_PATH, RANK, WORLD_SIZE, LOCAL_RANK); returns the exit code. Errors print as
 // `air-train: error: ...` with a hint line.
 int train_main(int argc, char** argv);

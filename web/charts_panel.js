@@ -5,7 +5,9 @@ import { API, getJson, q } from './api.js';
 import { Chart } from './metric_chart.js';
 import { el } from './dom.js';
 
-const order = (a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b));
+// The training loss first and the eval loss (air-train's eval_loss) beside it, then the rest by name.
+const rank = (k) => (k === 'loss' ? 0 : k === 'eval_loss' ? 1 : 2);
+const order = (a, b) => rank(a) - rank(b) || a.localeCompare(b);
 
 export class ChartsPanel {
   constructor() {

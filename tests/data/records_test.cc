@@ -1,0 +1,128 @@
+// Record formats: detection per file, forcing, the located errors (file:line and field), bad_records.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/error.h"
+#include "trainer/data/records.h"
+
+using namespace air::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  fs::path dir = fs::temp_directory_path() / ("air-records-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string error_of(const std::string& path, ReadOptions o = {}) {
+  try {
+    read_records(path, o);
+  } catch (const air::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("formats are detected per file from the first record's keys") {
+  auto j = [](const char* s) { return nlohmann::json::parse(s); };
+  CHECK(detect_format(j(R"({"messages": [{"role": "user", "content": "hi"}]})")) == DataFormat::kMessages);
+  CHECK(detect_format(j(R"({"conversations": [{"from": "human", "value": "hi"}]})")) == DataFormat::kShareGpt);
+  CHECK(detect_format(j(R"({"conversations": [{"role": "user", "content": "hi"}]})")) == DataFormat::kMessages);
+  CHECK(detect_format(j(R"({"prompt": "a", "completion": "b"})")) == DataFormat::kPromptCompletion);
+  CHECK(detect_format(j(R"({"instruction": "a", "input": "", "output": "b"})")) == DataFormat::kAlpaca);
+  CHECK(detect_format(j(R"({"text": "plain"})")) == DataFormat::kText);
+  CHECK_FALSE(detect_format(j(R"({"question": "?"})")).has_value());
+}
+
+TEST_CASE("messages keep every field for the template; sharegpt speakers become roles") {
+  auto path = write_tmp("mixed.jsonl",
+                        R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 2}}}]}, {"role": "tool", "content": "4", "tool_call_id": "c1"}, {"role": "assistant", "content": "4"}], "tools": [{"type": "function", "function": {"name": "add"}}]})"
+                        "\n\n");
+  ReadResult r = read_records(path, {});
+  REQUIRE(r.format == DataFormat::kMessages);
+  REQUIRE(r.records.size() == 1);
+  const Record& rec = r.records[0];
+  REQUIRE(rec.messages.size() == 5);
+  CHECK(rec.messages[2]["tool_calls"][0]["function"]["name"] == "add");
+  CHECK(rec.messages[3]["tool_call_id"] == "c1");
+  CHECK(rec.tools.is_array());
+  CHECK(rec.where == path + ":1");
+
+  auto sg = write_tmp("sg.json", R"([{"conversations": [{"from": "system", "value": "S"}, {"from": "human", "value": "Q"}, {"from": "gpt", "value": "A"}]}])");
+  ReadResult s = read_records(sg, {});
+  REQUIRE(s.format == DataFormat::kShareGpt);
+  CHECK(s.records[0].messages == nlohmann::json::parse(
+                                     R"([{"role":"system","content":"S"},{"role":"user","content":"Q"},{"role":"assistant","content":"A"}])"));
+}
+
+TEST_CASE("prompt / completion: strings, or message lists on either side") {
+  auto path = write_tmp("pc.jsonl", R"({"prompt": "Capital of France?", "completion": " Paris."}
+{"prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]}
+{"prompt": [{"role": "user", "content": "Q"}], "completion": "A"}
+)");
+  ReadResult r = read_records(path, {});
+  REQUIRE(r.records.size() == 3);
+  CHECK_FALSE(r.records[0].is_conversation());
+  CHECK(r.records[0].completion == " Paris.");
+  CHECK(r.records[1].messages.size() == 3);
+  CHECK(r.records[1].completion_start == 2);
+  CHECK(r.records[2].messages[1] == nlohmann::json::parse(R"({"role": "assistant", "content": "A"})"));
+  CHECK(r.records[2].completion_start == 1);
+}
+
+TEST_CASE("a bad record is located: file, line and field; every one at once") {
+  auto path = write_tmp("bad.jsonl", R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+{"messages": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "yo"}]}
+not json
+{"messages": [{"role": "user"}]}
+{"messages": "hello"}
+)");
+  const std::string e = error_of(path);
+  CHECK(e == path + ":2: 'messages[1].role' is 'bot', expected system, user, assistant or tool\n" + path +
+                 ":3: not valid JSON\n" + path + ":4: missing 'messages[0].content'\n" + path +
+                 ":5: 'messages' must be a list of messages, got a string\n4 bad records in " + path);
+  ReadOptions skip;
+  skip.skip_bad = true;
+  ReadResult r = read_records(path, skip);
+  CHECK(r.records.size() == 1);
+  CHECK(r.skipped == 4);
+  REQUIRE(r.skipped_examples.size() == 4);
+  CHECK(r.skipped_examples[1] == path + ":3: not valid JSON");
+}
+
+TEST_CASE("a forced format checks every record against it; an unknown format says what it saw") {
+  auto path = write_tmp("forced.jsonl", R"({"instruction": "a", "output": "b"}
+)");
+  ReadOptions o;
+  o.format = DataFormat::kMessages;
+  CHECK(error_of(path, o) == path + ":1: missing 'messages'\n1 bad record in " + path);
+  auto odd = write_tmp("odd.jsonl", R"({"question": "?", "answer": "!"}
+)");
+  CHECK(error_of(odd) == odd + ":1: cannot tell the dataset's format from its first record (keys: answer, question)\n1 bad record in " + odd);
+}
+
+TEST_CASE("sharegpt: an unknown speaker names the field") {
+  auto path = write_tmp("sg-bad.json", R"([{"conversations": [{"from": "human", "value": "Q"}, {"from": "robot", "value": "A"}]}])");
+  CHECK(error_of(path) == path + ": record 0: 'conversations[1].from' is 'robot', expected human, gpt, system or tool\n1 bad record in " + path);
+}
+
+TEST_CASE("alpaca records read as before; max_records stops early") {
+  auto path = write_tmp("alpaca.json", R"([{"instruction": "Add.", "input": "2 and 3", "output": "5"}, {"instruction": "Hi.", "output": "Hello"}])");
+  ReadOptions o;
+  o.max_records = 1;
+  ReadResult r = read_records(path, o);
+  REQUIRE(r.format == DataFormat::kAlpaca);
+  REQUIRE(r.records.size() == 1);
+  CHECK(r.records[0].alpaca.input == "2 and 3");
+  CHECK(read_records(path, {}).records[1].alpaca.input.empty());
+}

@@ -1,0 +1,192 @@
+// Records to examples: rendering, tokenizing with offsets, masks from trained spans, and the parallel pass.
+#include "trainer/data/dataset.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "core/base/error.h"
+#include "trainer/data/parallel.h"
+#include "trainer/tokenizer/tokenizer.h"
+
+namespace air::train {
+namespace {
+
+constexpr size_t kMaxErrors = 20;
+
+// [bos] prompt completion eos, the completion (and eos) trained; everything with train_on: all.
+Example plain_pair(const std::string& prompt, const std::string& completion, const TextEncoder& enc, TrainOn on) {
+  Example e;
+  if (enc.bos) e.ids.push_back(*enc.bos);
+  auto p = enc.encode(prompt);
+  e.ids.insert(e.ids.end(), p.begin(), p.end());
+  e.prompt_len = on == TrainOn::kAll ? 0 : static_cast<int64_t>(e.ids.size());
+  auto c = enc.encode(completion);
+  e.ids.insert(e.ids.end(), c.begin(), c.end());
+  e.ids.push_back(enc.eos);
+  return e;
+}
+
+}  // namespace
+
+std::vector<uint8_t> mask_from_spans(const std::vector<std::pair<uint32_t, uint32_t>>& offsets, const Spans& spans) {
+  std::vector<uint8_t> mask(offsets.size(), 0);
+  size_t s = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    const auto [a, b] = offsets[i];
+    if (a >= b) continue;  // added by the post-processor: no text
+    while (s < spans.size() && spans[s].second <= a) ++s;
+    mask[i] = s < spans.size() && spans[s].first <= a && b <= spans[s].second;
+  }
+  return mask;
+}
+
+ExampleBuilder::ExampleBuilder(const TextEncoder& enc, const ChatTemplate* chat_template, TrainOn train_on)
+    : enc_(enc), tmpl_(chat_template), train_on_(train_on) {}
+
+Example ExampleBuilder::build_chat(const Record& r, std::string* text) const {
+  if (!enc_.tokenizer) throw Error("chat data needs the tokenizer's offsets (no tokenizer given)");
+  Record conv = r;
+  if (!conv.is_conversation())  // a prompt / completion string pair: one user turn, one assistant turn
+    conv.messages = nlohmann::json::array({{{"role", "user"}, {"content", r.prompt}}, {{"role", "assistant"}, {"content", r.completion}}}),
+    conv.completion_start = 1;
+  RenderedRecord rr = render_conversation(*tmpl_, conv, train_on_);
+  // As transformers' apply_chat_template(tokenize=True): the template writes any BOS, none is added.
+  Tokenizer::Encoding enc = enc_.tokenizer->encode_with_offsets(rr.text, false);
+  Example e;
+  e.mask = mask_from_spans(enc.offsets, rr.trained);
+  e.ids = std::move(enc.ids);
+  if (text) *text = std::move(rr.text);
+  return e;
+}
+
+Example ExampleBuilder::build(const Record& r, std::string* text) const {
+  Example e;
+  switch (r.format) {
+    case DataFormat::kAlpaca:
+      e = make_example(r.alpaca, enc_);
+      if (train_on_ == TrainOn::kAll) e.prompt_len = 0;
+      break;
+    case DataFormat::kText:  // continued pre-training: every token
+      e = plain_pair("", r.text, enc_, TrainOn::kAll);
+      break;
+    case DataFormat::kPromptCompletion:
+      if (!tmpl_ && !r.is_conversation()) {
+        e = plain_pair(r.prompt, r.completion, enc_, train_on_);
+        break;
+      }
+      [[fallthrough]];
+    case DataFormat::kMessages:
+    case DataFormat::kShareGpt:
+      if (!tmpl_)
+        throw Error(std::string(format_name(r.format)) + " records need a chat template, and the tokenizer has none",
+                    "set chat_template: to a Jinja file, or use a tokenizer whose tokenizer_config.json has chat_template");
+      return build_chat(r, text);
+    case DataFormat::kAuto:
+      throw Error("a record without a format");
+  }
+  if (text && enc_.tokenizer) *text = enc_.tokenizer->decode(e.ids);
+  return e;
+}
+
+std::vector<Record> read_all_records(const std::vector<std::string>& files, const DataSettings& settings, DataStats& stats,
+                                     int64_t max_records, std::ostream* log) {
+  std::vector<Record> records;
+  for (const auto& file : files) {
+    if (max_records > 0 && static_cast<int64_t>(records.size()) >= max_records) break;
+    ReadOptions ro{settings.format, settings.skip_bad, max_records > 0 ? max_records - static_cast<int64_t>(records.size()) : 0};
+    ReadResult rr = read_records(file, ro);
+    if (log)
+      *log << "data: " << file << ": " << rr.records.size() << " " << format_name(rr.format) << " records"
+           << (settings.format == DataFormat::kAuto ? " (detected)" : "")
+           << (rr.skipped ? ", " + std::to_string(rr.skipped) + " bad ones skipped" : "") << "\n";
+    stats.skipped_bad += rr.skipped;
+    for (auto& m : rr.skipped_examples)
+      if (stats.skipped_examples.size() < 5) stats.skipped_examples.push_back(std::move(m));
+    stats.formats[format_name(rr.format)] += static_cast<int64_t>(rr.records.size());
+    for (auto& r : rr.records) records.push_back(std::move(r));
+  }
+  stats.records = static_cast<int64_t>(records.size());
+  return records;
+}
+
+LoadedData load_examples(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
+                         std::ostream& log) {
+  LoadedData out;
+  DataStats& st = out.stats;
+  std::vector<Record> records = read_all_records(files, settings, st, settings.max_examples, &log);
+  // Tokenize on every core; results land in record order.
+  const size_t n = records.size();
+  std::vector<Example> built(n);
+  std::vector<std::string> error(n);
+  std::vector<uint8_t> failed(n, 0);
+  std::atomic<bool> fatal{false};
+  std::string fatal_message, fatal_hint;
+  std::mutex fatal_mu;
+  parallel_for(
+      n,
+      [&](size_t i) {
+        if (fatal) return;
+        try {
+          built[i] = builder.build(records[i]);
+        } catch (const RecordError& e) {
+          failed[i] = 1;
+          error[i] = e.what();
+        } catch (const Error& e) {  // not the record's fault (no template): stop
+          std::lock_guard<std::mutex> lock(fatal_mu);
+          if (!fatal.exchange(true)) fatal_message = e.what(), fatal_hint = e.hint();
+        }
+      },
+      settings.threads > 0 ? static_cast<size_t>(settings.threads) : 0, 32);
+  if (fatal) throw Error(fatal_message, fatal_hint);
+
+  std::vector<std::string> errors;
+  size_t error_total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (failed[i]) {
+      if (!settings.skip_bad) {
+        if (errors.size() < kMaxErrors) errors.push_back(error[i]);
+        ++error_total;
+      } else {
+        ++st.skipped_bad;
+        if (st.skipped_examples.size() < 5) st.skipped_examples.push_back(error[i]);
+      }
+      continue;
+    }
+    Example& e = built[i];
+    const int64_t len = std::min<int64_t>(static_cast<int64_t>(e.ids.size()), settings.max_seq_len);
+    const int64_t trained = e.targets_within(len);
+    if (trained == 0) {
+      ++st.skipped_untrained;
+      continue;
+    }
+    st.tokens += static_cast<int64_t>(e.ids.size());
+    st.trained_tokens += trained;
+    st.truncated += static_cast<int64_t>(e.ids.size()) > settings.max_seq_len;
+    out.examples.push_back(std::move(e));
+  }
+  st.examples = static_cast<int64_t>(out.examples.size());
+  if (!errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "\n") + e;
+    throw Error(all + "\n" + std::to_string(error_total) + " record" + (error_total > 1 ? "s" : "") + " could not be rendered",
+                "fix the records, or set bad_records: skip to leave them out (counted in the log)");
+  }
+  return out;
+}
+
+std::string describe(const DataStats& s, int64_t max_seq_len) {
+  const int64_t n = s.examples;
+  std::string formats;
+  for (const auto& [f, k] : s.formats) formats += (formats.empty() ? "" : ", ") + f + " " + std::to_string(k);
+  std::string out = "data: " + std::to_string(n) + " examples (" + formats + "), " + std::to_string(s.tokens) + " tokens (mean " +
+                    std::to_string(n > 0 ? s.tokens / n : 0) + "), " + std::to_string(s.trained_tokens) + " trained; " +
+                    std::to_string(s.truncated) + " longer than max_seq_len " + std::to_string(max_seq_len) + " (truncated)";
+  if (s.skipped_bad || s.skipped_untrained)
+    out += "; skipped: " + std::to_string(s.skipped_bad) + " bad records, " + std::to_string(s.skipped_untrained) +
+           " with no trained token";
+  for (const auto& e : s.skipped_examples) out += "\n  skipped: " + e;
+  return out;
+}
+
+}  // namespace air::train
