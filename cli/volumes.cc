@@ -63,8 +63,9 @@ std::vector<std::string> privileges(const std::vector<std::string>& words, const
     if (type == "volume" && w == "WRITE") w = "WRITE_VOLUME";
     if (std::find(ok.begin(), ok.end(), w) == ok.end()) {
       std::string list;
-      for (const auto& o : ok) list += (list.empty() ? "" : ", ") + o;
-      throw usage_error(fmt::format("invalid privilege '{}' for a {}", w, type), "use " + list);
+      for (size_t i = 0; i < ok.size(); ++i) list += (i ? (i + 1 == ok.size() ? " or " : ", ") : "") + ok[i];
+      throw usage_error(fmt::format("invalid privilege '{}'", w),
+                        type == "volume" ? "use " + list : fmt::format("a {} takes {}", type, list));
     }
     out.push_back(w);
   }

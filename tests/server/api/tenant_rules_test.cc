@@ -309,8 +309,8 @@ TEST_CASE("tenant: the audit log names the caller and the object the handler use
   REQUIRE(del.size() == 1);
   CHECK(del[0]["user"] == "bob");
   CHECK(del[0]["object"] == "token_id=" + info.token_id);
-  for (const auto& e : json::parse(t.as(t.admin).Get("/api/air/v1/audit")->body)["entries"])
-    CHECK(!e["user"].get<std::string>().empty());
+  json log = json::parse(t.as(t.admin).Get("/api/air/v1/audit")->body);
+  for (const auto& e : log["entries"]) CHECK(!e["user"].get<std::string>().empty());
 }
 
 TEST_CASE("tenant: one bootstrap admin token, replaced at start, listed and revocable") {
@@ -318,7 +318,11 @@ TEST_CASE("tenant: one bootstrap admin token, replaced at start, listed and revo
   std::string first = t.admin;
   auto listed = [&](const std::string& tok) {
     std::vector<json> out;
-    for (const auto& x : json::parse(t.as(tok).Get("/api/2.0/token-management/tokens")->body)["token_infos"])
+    auto r = t.as(tok).Get("/api/2.0/token-management/tokens");
+    INFO(r->status << " " << r->body);
+    CHECK(r->status == 200);
+    json body = json::parse(r->body);  // named: a range over a temporary's member would dangle
+    for (const auto& x : body["token_infos"])
       if (x["comment"] == kBootstrapTokenComment) out.push_back(x);
     return out;
   };
