@@ -124,6 +124,9 @@ as "$BOB" volumes grant main.bob.out alice READ_VOLUME > /dev/null
 as "$ALICE" run -f "$proj/w.yaml" --dry-run > /dev/null 2> "$E2E_TMP/dry.err" || fail "dry-run: $(cat "$E2E_TMP/dry.err")"
 grep -q "warning: the workload names /Volumes/main/bob/out, which is owned by 'bob', not by you ('alice')" "$E2E_TMP/dry.err" ||
   fail "no owner warning in the dry-run: $(cat "$E2E_TMP/dry.err")"
+as "$ALICE" run -f "$proj/w.yaml" > /dev/null 2> "$E2E_TMP/submit.err" || fail "submit: $(cat "$E2E_TMP/submit.err")"
+grep -q "warning: the workload names /Volumes/main/bob/out, which is owned by 'bob'" "$E2E_TMP/submit.err" ||
+  fail "no owner warning at submit: $(cat "$E2E_TMP/submit.err")"
 
 # The audit log: every refusal above, as bob's, with the object the handler used.
 "$AIR" -o json audit --limit 100000 > "$E2E_TMP/audit.json"

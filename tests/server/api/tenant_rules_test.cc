@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/sha256.h"
+#include "core/client/client.h"
 #include "server/api/router.h"
 #include "server/http/server.h"
 #include "server/workspace/workspace.h"
@@ -345,4 +346,43 @@ TEST_CASE("tenant: one bootstrap admin token, replaced at start, listed and revo
   std::ifstream db(t.home + "/workspace.db", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(db)), {});
   CHECK(bytes.find(t.admin) == std::string::npos);
+}
+
+TEST_CASE("tenant: the CLI's client shows the server's own words for a refusal; only a 401 hints at the token") {
+  Pair t;
+  REQUIRE(t.grant(t.admin, "schema", "main.default", "alice", "CREATE_VOLUME")->status == 200);
+  REQUIRE(t.send(t.alice, "PUT", "/api/2.0/fs/directories/Volumes/main/default/v")->status == 204);
+  REQUIRE(t.grant(t.alice, "volume", "main.default.v", "bob", "WRITE_VOLUME")->status == 200);
+  std::string base = "http://127.0.0.1:" + std::to_string(t.port);
+  air::Client bob(base, t.bob);
+  // A run naming a volume bob may not create: the server's message, no token hint.
+  try {
+    bob.post_json("/api/air/v1/runs", json{{"workload_yaml", "experiment_name: t\ncompute:\n  accelerator_type: CPU_1xHOST\n"
+                                                             "  num_accelerators: 1\ncommand: ls /Volumes/main/default/w\n"},
+                                           {"file_name", "t.yaml"}});
+    FAIL("bob's run was accepted");
+  } catch (const air::ApiError& e) {
+    CHECK(e.http_status() == 403);
+    CHECK(std::string(e.what()).find("lacks CREATE_VOLUME on schema main.default") != std::string::npos);
+    CHECK(e.hint().empty());
+  }
+  // A HEAD refused with 403 (WRITE_VOLUME without READ_VOLUME: the volume is visible to him) has no body:
+  // still no token hint.
+  try {
+    bob.head("/api/2.0/fs/directories/Volumes/main/default/v");
+    FAIL("bob's HEAD was answered");
+  } catch (const air::ApiError& e) {
+    CHECK(e.http_status() == 403);
+    CHECK(e.hint().empty());
+  }
+  // A snapshot nobody uploaded is simply missing, for a user too (air run then uploads it).
+  CHECK_FALSE(bob.head("/api/air/v1/snapshots/" + air::sha256_hex("nothing")));
+  air::Client stranger(base, "dapi-unknown");
+  try {
+    stranger.get_json("/api/air/v1/runs");
+    FAIL("an unknown token was answered");
+  } catch (const air::ApiError& e) {
+    CHECK(e.http_status() == 401);
+    CHECK(e.hint().find("AIR_TOKEN") != std::string::npos);
+  }
 }
