@@ -348,7 +348,7 @@ TEST_CASE("tenant: one bootstrap admin token, replaced at start, listed and revo
   CHECK(bytes.find(t.admin) == std::string::npos);
 }
 
-TEST_CASE("tenant: the CLI's client shows the server's own words for a refusal; only a 401 hints at the token") {
+TEST_CASE("tenant: the CLI's client shows the server's own words for a refusal, and only a 401 hints at the token") {
   Pair t;
   REQUIRE(t.grant(t.admin, "schema", "main.default", "alice", "CREATE_VOLUME")->status == 200);
   REQUIRE(t.send(t.alice, "PUT", "/api/2.0/fs/directories/Volumes/main/default/v")->status == 204);
