@@ -85,10 +85,10 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       auto key = securable_key_from_full_name(c + "." + n, 2);
       if (!key) throw bad(fmt::format("'{}.{}' is not a schema's full name", c, n));
       // Taken names read as taken (naming no owner); otherwise the volume rule's first steps decide
-      // (USE_CATALOG, CREATE_SCHEMA on the catalog), asked for a volume in the schema to be.
+      // (USE_CATALOG, CREATE_SCHEMA on the catalog).
       if (ws_.volume_acl().find_container(*key))
         throw FsError(409, "SCHEMA_ALREADY_EXISTS", fmt::format("schema {}.{} already exists", c, n));
-      if (auto why = ws_.volume_create_refusal(who, *key + "/v")) throw FsError(403, "PERMISSION_DENIED", *why);
+      if (auto why = ws_.volume_create_refusal(who, *key)) throw FsError(403, "PERMISSION_DENIED", *why);
       send(res, container_json(ws_.volume_acl().ensure_container(*key, who.user, ws_.now_ms())));
     });
     const std::vector<std::pair<std::string, int>> securables = {{"catalog", 1}, {"schema", 2}, {"volume", 3}};

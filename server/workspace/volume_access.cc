@@ -56,31 +56,35 @@ std::string as_whom(const Principal& who) {
 }  // namespace
 
 std::optional<std::string> Workspace::volume_create_refusal(const Principal& who, const std::string& key) const {
-  std::string c = key.substr(0, key.find('/')), cs = key.substr(0, key.rfind('/'));
+  // "c/s": a schema to make (its first steps only); "c/s/v": a volume.
+  bool schema_only = std::count(key.begin(), key.end(), '/') == 1;
+  std::string c = key.substr(0, key.find('/')), cs = schema_only ? key : key.substr(0, key.rfind('/'));
   std::string schema_name = volume_full_name(cs), user = acting_user(who);
+  std::string what = fmt::format("{} {}", schema_only ? "schema" : "volume", volume_full_name(key));
   auto principals = acl_principals(who);
   auto catalog = volume_acl_->find_container(c);
   std::set<std::string> cgranted = volume_acl_->granted(c, principals);
   // A catalog the caller may not use reads the same whether or not it exists.
   if (!catalog || !container_allows(who, {catalog->owner}, cgranted, kUseCatalog))
-    return fmt::format("{} may not create volume {}: catalog '{}' does not exist or {} lacks USE_CATALOG on it; a "
+    return fmt::format("{} may not create {}: catalog '{}' does not exist or {} lacks USE_CATALOG on it; a "
                        "workspace admin can create it (air fs mkdir dbfs:/Volumes/{}) or grant it: air volumes grant "
                        "{} {} USE_CATALOG",
-                       as_whom(who), volume_full_name(key), c, user, key, c, user);
+                       as_whom(who), what, c, user, schema_only ? key + "/<volume>" : key, c, user);
   auto schema = volume_acl_->find_container(cs);
-  if (!schema) {
+  if (!schema || schema_only) {
     if (container_allows(who, {catalog->owner}, cgranted, kCreateSchema)) return std::nullopt;  // made as the caller's
-    return fmt::format("{} may not create volume {}: schema {} does not exist and {} lacks CREATE_SCHEMA on catalog "
-                       "'{}' (owner: {}); its owner can grant it: air volumes grant {} {} CREATE_SCHEMA",
-                       as_whom(who), volume_full_name(key), schema_name, user, c, catalog->owner, c, user);
+    return fmt::format("{} may not create {}: {}{} lacks CREATE_SCHEMA on catalog '{}' (owner: {}); its owner can "
+                       "grant it: air volumes grant {} {} CREATE_SCHEMA",
+                       as_whom(who), what, schema_only ? "" : fmt::format("schema {} does not exist and ", schema_name),
+                       user, c, catalog->owner, c, user);
   }
   std::set<std::string> granted = volume_acl_->granted(cs, principals);
   granted.insert(cgranted.begin(), cgranted.end());  // a catalog's grants hold in each of its schemas
   std::vector<std::string> owners{catalog->owner, schema->owner};
   if (!container_allows(who, owners, granted, kUseSchema))
-    return fmt::format("{} may not create volume {}: schema {} does not exist or {} lacks USE_SCHEMA on it; its "
+    return fmt::format("{} may not create {}: schema {} does not exist or {} lacks USE_SCHEMA on it; its "
                        "owner can grant it: air volumes grant {} {} USE_SCHEMA",
-                       as_whom(who), volume_full_name(key), schema_name, user, schema_name, user);
+                       as_whom(who), what, schema_name, user, schema_name, user);
   if (!container_allows(who, owners, granted, kCreateVolume))
     return fmt::format("{} lacks CREATE_VOLUME on schema {} (owner: {}), so may not create volume {} there; its owner "
                        "can grant it: air volumes grant {} {} CREATE_VOLUME",

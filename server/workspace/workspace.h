@@ -150,7 +150,8 @@ class Workspace {
   void require_volume(const Principal& who, const std::string& key, const std::string& need);
   // Why `who` (a node token: its run's owner) may not create volume `key` (Unity Catalog's rule: USE_CATALOG
   // on its catalog, and USE_SCHEMA and CREATE_VOLUME on its schema, or CREATE_SCHEMA on the catalog for a
-  // schema not made yet), or nullopt. docs/volumes.md "Catalogs and schemas".
+  // schema not made yet), or nullopt. `key` "catalog/schema": why `who` may not make that schema (USE_CATALOG and
+  // CREATE_SCHEMA on the catalog). docs/volumes.md "Catalogs and schemas".
   std::optional<std::string> volume_create_refusal(const Principal& who, const std::string& key) const;
   // The record of a new volume owned by `owner`, with its catalog and schema (made as `owner`'s if missing).
   VolumeRecord create_volume_record(const std::string& key, const std::string& owner);

@@ -218,6 +218,15 @@ TEST_CASE("tenant: nobody creates a volume in a schema that is not theirs") {
   REQUIRE(t.grant(t.admin, "catalog", "team", "alice", "USE_CATALOG")->status == 200);
   REQUIRE(t.grant(t.admin, "catalog", "team", "alice", "CREATE_SCHEMA")->status == 200);
   CHECK(t.send(t.alice, "PUT", "/api/2.0/fs/directories/Volumes/team/s/v")->status == 204);
+  // Schemas through Unity Catalog's own call: bob holds nothing on team.
+  auto bobs_schema = t.send(t.bob, "POST", "/api/2.1/unity-catalog/schemas", R"({"catalog_name": "team", "name": "x"})");
+  CHECK(bobs_schema->status == 403);
+  CHECK(message(bobs_schema) == "user 'bob' may not create schema team.x: catalog 'team' does not exist or bob lacks "
+                                "USE_CATALOG on it; a workspace admin can create it (air fs mkdir "
+                                "dbfs:/Volumes/team/x/<volume>) or grant it: air volumes grant team bob USE_CATALOG");
+  CHECK(t.send(t.alice, "POST", "/api/2.1/unity-catalog/schemas", R"({"catalog_name": "team", "name": "x"})")->status ==
+        200);
+  CHECK(t.ws->volume_acl().find_container("team/x")->owner == "alice");
   auto bad = t.grant(t.admin, "schema", "team.s", "bob", "READ_VOLUME");
   CHECK(bad->status == 400);
   CHECK(message(bad) == "changes[0].add: 'READ_VOLUME' is not a schema privilege; use USE_SCHEMA or CREATE_VOLUME");
