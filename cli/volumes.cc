@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "cli/output.h"
 #include "cli/remote.h"
@@ -20,9 +21,16 @@ using nlohmann::json;
 
 const std::string kUc = "/api/2.1/unity-catalog";
 
-// "main.default.ckpt", "/Volumes/main/default/ckpt" or "dbfs:/Volumes/main/default/ckpt" -> main.default.ckpt
-std::string full_name(const std::string& arg) {
-  const char* hint = "name a volume as <catalog>.<schema>.<volume> or dbfs:/Volumes/<catalog>/<schema>/<volume>";
+// A securable of Unity Catalog: a catalog ("main"), a schema ("main.default") or a volume
+// ("main.default.ckpt", "/Volumes/main/default/ckpt" or "dbfs:/Volumes/main/default/ckpt").
+struct Securable {
+  std::string type;       // catalog | schema | volume
+  std::string full_name;  // dotted
+};
+
+Securable securable(const std::string& arg) {
+  const char* hint = "name a catalog (main), a schema (main.default) or a volume (main.default.ckpt or "
+                     "dbfs:/Volumes/main/default/ckpt)";
   if (arg.find('/') != std::string::npos) {
     VolumePath p;
     try {
@@ -30,29 +38,43 @@ std::string full_name(const std::string& arg) {
     } catch (const FsError& e) {
       throw usage_error(e.what(), hint);
     }
-    if (!p.is_volume_root()) throw usage_error(fmt::format("'{}' is not a volume", arg), hint);
-    return p.parts[0] + "." + p.parts[1] + "." + p.parts[2];
+    if (p.parts.empty() || p.parts.size() > 3) throw usage_error(fmt::format("'{}' is not a catalog, schema or volume", arg), hint);
+    std::string name;
+    for (const auto& part : p.parts) name += (name.empty() ? "" : ".") + part;
+    return {p.parts.size() == 1 ? "catalog" : p.parts.size() == 2 ? "schema" : "volume", name};
   }
-  if (std::count(arg.begin(), arg.end(), '.') != 2) throw usage_error(fmt::format("'{}' is not a volume", arg), hint);
-  return arg;
+  auto dots = std::count(arg.begin(), arg.end(), '.');
+  if (arg.empty() || dots > 2 || arg.front() == '.' || arg.back() == '.' || arg.find("..") != std::string::npos)
+    throw usage_error(fmt::format("'{}' is not a catalog, schema or volume", arg), hint);
+  return {dots == 0 ? "catalog" : dots == 1 ? "schema" : "volume", arg};
 }
 
-std::vector<std::string> privileges(const std::vector<std::string>& words) {
+// The privileges a securable of this type takes (the server checks them too; this says it before a request).
+std::vector<std::string> privileges(const std::vector<std::string>& words, const std::string& type) {
+  static const std::map<std::string, std::vector<std::string>> allowed = {
+      {"catalog", {"USE_CATALOG", "CREATE_SCHEMA", "USE_SCHEMA", "CREATE_VOLUME"}},
+      {"schema", {"USE_SCHEMA", "CREATE_VOLUME"}},
+      {"volume", {"READ_VOLUME", "WRITE_VOLUME"}}};
+  const auto& ok = allowed.at(type);
   std::vector<std::string> out;
   for (auto w : words) {
     for (auto& c : w) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (w == "READ") w = "READ_VOLUME";
-    if (w == "WRITE") w = "WRITE_VOLUME";
-    if (w != "READ_VOLUME" && w != "WRITE_VOLUME")
-      throw usage_error(fmt::format("invalid privilege '{}'", w), "use READ_VOLUME or WRITE_VOLUME");
+    if (type == "volume" && w == "READ") w = "READ_VOLUME";
+    if (type == "volume" && w == "WRITE") w = "WRITE_VOLUME";
+    if (std::find(ok.begin(), ok.end(), w) == ok.end()) {
+      std::string list;
+      for (size_t i = 0; i < ok.size(); ++i) list += (i ? (i + 1 == ok.size() ? " or " : ", ") : "") + ok[i];
+      throw usage_error(fmt::format("invalid privilege '{}'", w),
+                        type == "volume" ? "use " + list : fmt::format("a {} takes {}", type, list));
+    }
     out.push_back(w);
   }
   return out;
 }
 
-json patch(Client& c, const std::string& name, const json& changes) {
-  auto r = c.request("PATCH", kUc + "/permissions/volume/" + percent_encode(name), json{{"changes", changes}}.dump(),
-                     "application/json");
+json patch(Client& c, const Securable& sec, const json& changes) {
+  auto r = c.request("PATCH", kUc + "/permissions/" + sec.type + "/" + percent_encode(sec.full_name),
+                     json{{"changes", changes}}.dump(), "application/json");
   if (r.status / 100 != 2) c.throw_api_error(r);
   return json::parse(r.body);
 }
@@ -91,27 +113,34 @@ void setup_volumes(CLI::App& app, Context& ctx) {
     for (const auto& v : j.value("volumes", json::array()))
       *ctx.out << fmt::format("{:<40} owner {}\n", v.value("full_name", ""), v.value("owner", ""));
   });
-  auto* grants = cmd->add_subcommand("grants", "Show who holds which privilege on a volume");
-  grants->add_option("VOLUME", a->volume, "catalog.schema.volume or dbfs:/Volumes/c/s/v")->required();
+  auto* grants = cmd->add_subcommand("grants", "Show who holds which privilege on a volume, schema or catalog");
+  grants->add_option("SECURABLE", a->volume, "catalog.schema.volume (or dbfs:/Volumes/c/s/v), catalog.schema or catalog")
+      ->required();
   grants->callback([&ctx, a] {
     Session s = connect(ctx);
-    std::string name = full_name(a->volume);
-    print_grants(ctx, name, s.client->get_json(kUc + "/permissions/volume/" + percent_encode(name)));
+    Securable sec = securable(a->volume);
+    print_grants(ctx, sec.full_name,
+                 s.client->get_json(kUc + "/permissions/" + sec.type + "/" + percent_encode(sec.full_name)));
   });
   for (bool add : {true, false}) {
     auto* sub = cmd->add_subcommand(add ? "grant" : "revoke",
-                                    add ? "Grant a user or group READ_VOLUME and/or WRITE_VOLUME (owner or admin)"
+                                    add ? "Grant a user or group privileges on a volume (READ_VOLUME, WRITE_VOLUME), a "
+                                          "schema (USE_SCHEMA, CREATE_VOLUME) or a catalog (USE_CATALOG, CREATE_SCHEMA, "
+                                          "and the schema privileges for all its schemas); owner or admin"
                                         : "Take privileges back from a user or group (owner or admin)");
-    sub->add_option("VOLUME", a->volume, "catalog.schema.volume or dbfs:/Volumes/c/s/v")->required();
+    sub->add_option("SECURABLE", a->volume, "catalog.schema.volume (or dbfs:/Volumes/c/s/v), catalog.schema or catalog")
+        ->required();
     sub->add_option("PRINCIPAL", a->principal, "User or group name")->required();
-    sub->add_option("PRIVILEGE", a->privileges, "READ_VOLUME, WRITE_VOLUME (or READ, WRITE)")->required();
+    sub->add_option("PRIVILEGE", a->privileges, "e.g. READ_VOLUME, WRITE_VOLUME (READ, WRITE), CREATE_VOLUME, USE_SCHEMA")
+        ->required();
     sub->callback([&ctx, a, add] {
-      std::string name = full_name(a->volume);
-      auto privs = privileges(a->privileges);
+      Securable sec = securable(a->volume);
+      std::string name = sec.full_name;
+      auto privs = privileges(a->privileges, sec.type);
       Session s = connect(ctx);
       json change{{"principal", a->principal}, {"add", add ? privs : std::vector<std::string>{}},
                   {"remove", add ? std::vector<std::string>{} : privs}};
-      json j = patch(*s.client, name, json::array({change}));
+      json j = patch(*s.client, sec, json::array({change}));
       if (ctx.global.output == "json") return print_json(ctx, j);
       std::string joined;
       for (const auto& p : privs) joined += (joined.empty() ? "" : ", ") + p;

@@ -9,6 +9,8 @@
 #include "cli/run/k8s.h"
 #include "cli/run/submit.h"
 #include "cli/run/secret_check.h"
+#include "cli/run/volume_check.h"
+#include "core/client/client.h"
 #include "cli/verbs.h"
 #include "core/client/config.h"
 #include "core/base/error.h"
@@ -113,6 +115,11 @@ void run_workload(const RunOptions& opts, Context& ctx) {
   }
   plan.warnings = warnings;
   SecretCheck secrets = check_workload_secrets(w, opts.file, ctx);
+  std::vector<std::string> volume_warnings;  // volumes named here that are someone else's (a reachable workspace's view)
+  if (auto ws = dry_run_workspace(ctx)) {
+    Client c(ws->url, ws->token);
+    volume_warnings = foreign_volume_warnings(w, c);
+  }
   // A missing secret is the workspace's state, not a fault of the workload (docs/workload.md): the dry-run
   // warns, with the command that creates each one, and still exits 0.
   for (auto& d : secrets.missing) d.severity = "warning";
@@ -124,6 +131,7 @@ void run_workload(const RunOptions& opts, Context& ctx) {
       j["secrets_check"] = {{"checked", secrets.checked}, {"workspace", secrets.workspace}, {"note", secrets.note},
                             {"missing", missing}};
     }
+    if (!volume_warnings.empty()) j["volume_warnings"] = volume_warnings;
     j["dry_run"] = true;
     print_json(ctx, j);
   } else {
@@ -139,6 +147,7 @@ void run_workload(const RunOptions& opts, Context& ctx) {
   }
   if (!json) {
     for (const auto& d : secrets.missing) *ctx.err << render(d);
+    for (const auto& v : volume_warnings) *ctx.err << "air: warning: " << v << "\n";
     *ctx.err << "Dry run: configuration for \"" << w.experiment_name << "\" is valid; not submitting.\n";
   }
 }

@@ -12,21 +12,25 @@
 
 namespace air::cli {
 
+std::optional<ReachableWorkspace> dry_run_workspace(const Context& ctx) {
+  if (auto t = configured_workspace(ctx.global.profile)) return ReachableWorkspace{t->url, t->token, t->source + " (" + t->url + ")"};
+  if (auto d = read_daemon_info(air_home()); d && daemon_healthy(*d))
+    return ReachableWorkspace{d->url, d->token, "local workspace (" + d->url + ")"};
+  return std::nullopt;
+}
+
 SecretCheck check_workload_secrets(const Workload& w, const std::string& file, const Context& ctx) {
   SecretCheck out;
   if (w.secrets.empty()) return out;
   WorkspaceEndpoint ep;
   try {
-    if (auto t = configured_workspace(ctx.global.profile)) {
-      ep = {t->url, t->token};
-      out.workspace = t->source + " (" + t->url + ")";
-    } else if (auto d = read_daemon_info(air_home()); d && daemon_healthy(*d)) {
-      ep = {d->url, d->token};
-      out.workspace = "local workspace (" + d->url + ")";
-    } else {
+    auto reachable = dry_run_workspace(ctx);
+    if (!reachable) {
       out.note = "no workspace is running, so the secrets' existence was not checked (air run checks it)";
       return out;
     }
+    ep = {reachable->url, reachable->token};
+    out.workspace = reachable->label;
     SecretsClient client(ep, 5000);
     std::map<std::string, std::set<std::string>> keys;  // scope -> keys; absent: the scope does not exist
     std::set<std::string> missing_scopes;

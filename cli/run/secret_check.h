@@ -20,7 +20,13 @@ struct SecretCheck {
 };
 
 // The workspace a dry-run may ask without starting anything: the configured one, or the embedded local
-// daemon when it is already running.
+// daemon when it is already running; nullopt when neither.
+struct ReachableWorkspace {
+  std::string url, token;
+  std::string label;  // "local workspace (http://...)", "AIR_HOST (http://...)"
+};
+std::optional<ReachableWorkspace> dry_run_workspace(const Context& ctx);
+
 SecretCheck check_workload_secrets(const Workload& w, const std::string& file, const Context& ctx);
 
 }  // namespace air::cli

@@ -12,6 +12,7 @@
 #include "cli/remote.h"
 #include "core/wire/api.h"
 #include "core/base/diagnostics.h"
+#include "cli/run/volume_check.h"
 #include "core/snapshot/git.h"
 #include "core/snapshot/snapshot.h"
 #include "core/volumes/path.h"
@@ -105,6 +106,7 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
   Session s = connect(ctx);
   bool text = ctx.global.output == "text";
   if (text) *ctx.err << "Submitting experiment: " << w.experiment_name << "\n";
+  for (const auto& warning : foreign_volume_warnings(w, *s.client)) *ctx.err << "air: warning: " << warning << "\n";
   UploadResult up = upload_snapshot(w, *s.client, ctx);
   if (text && !up.digest.empty())
     *ctx.err << fmt::format("  snapshot {} ({} files, {}): {}\n", up.digest.substr(0, 12), up.files, mb(up.bytes),

@@ -184,8 +184,9 @@ void Client::throw_api_error(const HttpResponse& r) const {
   if (message.empty()) message = fmt::format("workspace at {} answered HTTP {}", base_url_, r.status);
   std::string hint;
   int exit_code = kExitFailed;
-  // A 403 PERMISSION_DENIED says itself which permission is missing (and who can grant it): no token hint.
-  if (r.status == 401 || (r.status == 403 && code != "PERMISSION_DENIED"))
+  // Only a 401 is about the token; any other refusal (403 included) is shown as the server's own message,
+  // which says what is missing and who can grant it.
+  if (r.status == 401)
     hint = "check AIR_TOKEN or the profile's token; for the local workspace, 'air server status'";
   if (r.status == 400) exit_code = kExitUsage;
   throw ApiError(r.status, code, message, std::move(diags), hint, exit_code);

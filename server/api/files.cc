@@ -131,6 +131,9 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
     std::string key = p.volume_key();
     const std::string need = write ? kWriteVolume : kReadVolume;
     if (!who.is_node()) {
+      // A volume the caller may not see reads exactly as a path that does not exist (get_file, get_dir).
+      if (!write && !key.empty() && ws_.volume_hidden(who, key))
+        throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
       if (!key.empty()) ws_.require_volume(who, key, need);
       return p;  // /Volumes, a catalog or a schema: listed through the caller's volumes (get_dir)
     }

@@ -23,6 +23,7 @@
 #include "server/http/server.h"
 #include "server/api/files.h"
 #include "server/api/identity.h"
+#include "server/api/secrets.h"
 #include "server/api/unity_catalog.h"
 #include "server/backends/local.h"
 #include "server/workspace/config.h"
@@ -82,6 +83,7 @@ class Api {
   Api(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
 
   void observe(const http::Request& req, const http::Response& res) { audit(req, res); }
+  std::string caller(const http::Request& req) const { return identify(req); }
 
   void install() {
     srv_.Get(kApi + "/health", [](const http::Request&, http::Response& res) {
@@ -192,17 +194,31 @@ class Api {
           {kJsonBody, user_gate()});
   }
 
-  // The audit log: every state-changing request and every secret read, with who, the route, the object
-  // and the answer's status. A node's own traffic (log appends, status, metrics) is left out unless refused;
-  // its secret reads are kept. Never a body: the objects are names picked from the request.
+  // Who sent a request, for the audit log: resolved once the headers are in, before any gate or handler
+  // (Server::set_identify), so a request that revokes its own token is still its sender's. Every entry names
+  // someone: a user, node:<run>:<attempt>, or one of the two names no user can have (valid_principal_name).
+  std::string identify(const http::Request& req) const {
+    if (bearer(req).empty()) return kNoToken;
+    auto who = ws_.authenticate(bearer(req));
+    return who ? who->name() : kBadToken;
+  }
+  static constexpr const char* kNoToken = "(no token)";
+  static constexpr const char* kBadToken = "(invalid token)";
+
+  // The audit log: every state-changing request, every secret read, and every refused or missing read
+  // (401, 403, 404: reads included), with who, the route, the object and the answer's status. A node's own
+  // successful traffic (log appends, status, metrics) is left out; its secret reads are kept. Never a body:
+  // the objects are names picked from the request, as the route's own handler reads them.
   void audit(const http::Request& req, const http::Response& res) {
     bool secret_read = req.path == "/api/2.0/secrets/get";
-    if ((req.method == "GET" || req.method == "HEAD") && !secret_read) return;
-    auto who = ws_.authenticate(bearer(req));
-    if (who && who->is_node() && res.status < 400 && !secret_read) return;
+    bool read = req.method == "GET" || req.method == "HEAD";
+    bool refused = res.status == 401 || res.status == 403 || res.status == 404;
+    if (read && !secret_read && !refused) return;
+    std::string sender = req.identified ? req.caller : identify(req);
+    if (sender.rfind("node:", 0) == 0 && res.status < 400 && !secret_read) return;
     AuditEntry e;
     e.time_ms = ws_.now_ms();
-    e.user = who ? who->name() : "";
+    e.user = sender.empty() ? std::string(kBadToken) : sender;
     e.method = req.method;
     e.route = req.path;
     e.object = audit_object(req);
@@ -210,23 +226,36 @@ class Api {
     ws_.identity().audit(e);
   }
 
+  // The parameters the route's handler reads: the secrets and MLflow handlers a JSON body first, then the
+  // query string (their own parser); the identity and Unity Catalog handlers the query of a read and the
+  // body of a write. One source per name, so a request cannot show the log one object and the handler another.
+  static json handler_params(const http::Request& req) {
+    if (is_secrets_path(req.path) || req.path.rfind("/api/2.0/mlflow/", 0) == 0)
+      return secrets_params(req.target, req.body).value_or(json::object());
+    json p = json::object();
+    if (req.method == "GET" || req.method == "HEAD") {
+      for (const auto& [k, v] : req.params) p[k] = v;
+      return p;
+    }
+    json body = json::parse(req.body, nullptr, false);
+    return body.is_object() ? body : p;
+  }
+
   // The named object of a request: the scope/key, principal, user, group or token id it names.
   static std::string audit_object(const http::Request& req) {
-    json body = json::parse(req.body, nullptr, false);
+    json params = handler_params(req);
     auto pick = [&](const char* k) -> std::string {
-      if (req.has_param(k)) return req.get_param_value(k);
-      if (body.is_object() && body.contains(k) && body[k].is_string()) return body[k].get<std::string>();
-      return {};
+      return params.contains(k) && params[k].is_string() ? params[k].get<std::string>() : std::string();
     };
     std::string scope = pick("scope"), key = pick("key"), principal = pick("principal");
     std::string out = scope;
     if (!key.empty()) out += "/" + key;
     if (!principal.empty()) out += (out.empty() ? "" : " ") + std::string("principal=") + principal;
-    for (const char* k : {"token_id", "userName", "displayName", "application_id", "path"})
+    for (const char* k : {"token_id", "userName", "displayName", "application_id", "path", "name", "catalog_name"})
       if (std::string v = pick(k); !v.empty()) out += (out.empty() ? "" : " ") + std::string(k) + "=" + v;
     // Unity Catalog grant changes: "bob +READ_VOLUME -WRITE_VOLUME" for each principal.
-    if (body.is_object() && body.contains("changes") && body["changes"].is_array())
-      for (const auto& c : body["changes"]) {
+    if (params.contains("changes") && params["changes"].is_array())
+      for (const auto& c : params["changes"]) {
         if (!c.is_object() || !c.contains("principal") || !c["principal"].is_string()) continue;
         out += (out.empty() ? "" : "; ") + c["principal"].get<std::string>();
         for (const auto& [k, sign] : {std::pair{"add", " +"}, std::pair{"remove", " -"}})
@@ -304,6 +333,10 @@ class Api {
           });
   }
 
+  static std::string snapshot_missing(const std::string& digest) {
+    return "snapshot " + digest + " not found (or not yours to read): upload it with the run that uses it (air run)";
+  }
+
   // An open blob file, closed when the response is done with it.
   struct OpenFile {
     explicit OpenFile(int f) : fd(f) {}
@@ -315,14 +348,16 @@ class Api {
 
   void snapshot_routes() {
     const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
-    // Read by the node tokens of runs with this snapshot, and by users who may view such a run.
+    // Read by admins, its uploaders, the node tokens of runs made from it and users who may view such a run
+    // (Workspace::snapshot_refusal); anyone else is answered exactly as for a digest nobody uploaded.
     http::Gate reader = [this](const http::Request& req, http::Response&) {
-      if (auto why = ws_.snapshot_refusal(auth(req), req.matches[1].str())) throw HttpError(403, "PERMISSION_DENIED", *why);
+      std::string digest = req.matches[1];
+      if (ws_.snapshot_refusal(auth(req), digest)) throw HttpError(404, "NOT_FOUND", snapshot_missing(digest));
       return true;
     };
     srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
       std::string digest = req.matches[1];
-      if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", "snapshot " + digest + " not found");
+      if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", snapshot_missing(digest));
       uint64_t size = ws_.blobs().size(digest);
       int fd = ::open(ws_.blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
@@ -337,9 +372,13 @@ class Api {
     }, {0, reader});
     auto uploader = user_gate();  // any user submits code
     // Streamed to disk while hashed (BlobWriter); a body past the limit is refused from its headers (413).
+    // A caller who may already read the digest uploads nothing (an unchanged tree costs one request); anyone
+    // else sends the bytes, which must hash to the digest, whether or not it exists: the answer (201) is the
+    // same either way, and having sent them, the caller is one of its uploaders.
     srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
       std::string digest = req.matches[1];
-      if (ws_.blobs().has(digest)) {
+      Principal who = auth(req);
+      if (ws_.blobs().has(digest) && !ws_.snapshot_refusal(who, digest)) {
         read([](const char*, size_t) { return true; });
         return send_json(res, json{{"digest", digest}, {"bytes", ws_.blobs().size(digest)}, {"existed", true}});
       }
@@ -361,6 +400,7 @@ class Api {
       } catch (const Error& e) {
         throw HttpError(400, "DIGEST_MISMATCH", e.what());
       }
+      ws_.snapshot_uploads().record(digest, who.user, ws_.now_ms());
       send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
     }, {ws_.options().max_snapshot_bytes, uploader});
   }
@@ -373,9 +413,11 @@ class Api {
       std::vector<SecretRef> refs;
       if (who && who->is_node() && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
         for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
-      RunCheck may_use_run = [this, &who](const std::string& run, bool write) -> std::optional<std::string> {
+      RunCheck may_use_run = [this, &who](const std::string& run, bool write) -> std::optional<RunRefusal> {
         auto a = ws_.run_access(run);
-        return run_refusal(*who, run, a.owner, a.grants, write ? RunLevel::kCanManageRun : RunLevel::kCanView);
+        if (run_level(*who, a.owner, a.grants) < RunLevel::kCanView) return RunRefusal{true, {}};
+        auto why = run_refusal(*who, run, a.owner, a.grants, write ? RunLevel::kCanManageRun : RunLevel::kCanView);
+        return why ? std::optional<RunRefusal>(RunRefusal{false, *why}) : std::nullopt;
       };
       ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body, may_use_run);
       // Metrics from a node of a running attempt keep its stall watchdog quiet (no log line needed).
@@ -461,6 +503,7 @@ void install_routes(http::Server& srv, Workspace& ws) {
   api->install();
   // The routes capture the Api by pointer: keep it alive with the server's one observer.
   srv.set_observer([api](const http::Request& req, const http::Response& res) { api->observe(req, res); });
+  srv.set_identify([api](const http::Request& req) { return api->caller(req); });
 }
 
 int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
@@ -475,6 +518,9 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   ::signal(SIGPIPE, SIG_IGN);
   // Agents started by this workspace keep their Python environments under the same home.
   ::setenv("AIR_HOME", o.home.c_str(), 1);
+  // No credential of whoever started the workspace reaches a process it starts (agents, their commands):
+  // they get run-scoped tokens only. The bootstrap admin token lives in $home/server.json alone.
+  for (const char* v : {"AIR_TOKEN", "DATABRICKS_TOKEN", "DATABRICKS_CLIENT_SECRET"}) ::unsetenv(v);
 
   // One daemon per home: held for the whole life of this process, released by the kernel when it ends.
   DaemonLock home_lock = lock_daemon_home(o.home);

@@ -198,6 +198,14 @@ const std::vector<SecretsEndpoint>& secrets_endpoints() {
 
 std::string path_without_query(const std::string& path) { return path.substr(0, path.find('?')); }
 
+std::optional<nlohmann::json> secrets_params(const std::string& path, const std::string& body) {
+  try {
+    return request_params(path, body);
+  } catch (const BadRequest&) {
+    return std::nullopt;
+  }
+}
+
 std::map<std::string, std::string> query_params(const std::string& path) {
   std::map<std::string, std::string> out;
   auto q = path.find('?');

@@ -3,6 +3,7 @@
 // the status and JSON body it gets. Errors use Databricks' shape {"error_code", "message"}.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,11 @@ bool is_secrets_path(const std::string& path);
 // `body`. Never throws; never puts a secret value in an error message.
 ApiReply handle_secrets_request(SecretStore& store, const std::string& method, const std::string& path,
                                 const std::string& body, const SecretsCaller& caller);
+
+// The parameters this handler reads from a request (the JSON object body, then the query string for the
+// names the body lacks), or nullopt for a body that is not a JSON object. The audit log names its object
+// from these same parameters.
+std::optional<nlohmann::json> secrets_params(const std::string& path, const std::string& body);
 
 // Helpers shared with the MLflow handler: split "path?query" and decode a query string.
 std::string path_without_query(const std::string& path);

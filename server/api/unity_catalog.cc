@@ -44,27 +44,73 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       send(res, {{"volumes", out}});
     });
     on("GET", kUc + "/volumes/([^/]+)", [this](const Req& req, Res& res, const Principal& who) {
-      std::string key = existing(req.matches[1]);
+      std::string key = existing(req.matches[1], who);
       ws_.require_volume(who, key, kReadVolume);
       send(res, volume_json(key));
     });
-    on("GET", kUc + "/permissions/volume/([^/]+)", [this](const Req& req, Res& res, const Principal& who) {
-      std::string key = existing(req.matches[1]);
-      // The owner, admins and anyone holding a privilege on it may see who else does.
-      if (ws_.volume_granted(who, key).empty()) ws_.require_volume(who, key, kReadVolume);
-      send(res, assignments(key, req.get_param_value("principal")));
+    on("GET", kUc + "/catalogs", [this](const Req&, Res& res, const Principal& who) {
+      json out = json::array();
+      for (const auto& r : ws_.volume_acl().containers())
+        if (r.key.find('/') == std::string::npos && container_visible(who, r.key)) out.push_back(container_json(r));
+      send(res, {{"catalogs", out}});
     });
-    on("PATCH", kUc + "/permissions/volume/([^/]+)", [this](const Req& req, Res& res, const Principal& who) {
-      std::string key = existing(req.matches[1]);
-      auto rec = ws_.volume_record(key);
-      if (!who.admin && who.user != rec->owner)
+    on("GET", kUc + "/catalogs/([^/]+)", [this](const Req& req, Res& res, const Principal& who) {
+      send(res, container_json(existing_container(req.matches[1], 1, who)));
+    });
+    on("GET", kUc + "/schemas", [this](const Req& req, Res& res, const Principal& who) {
+      std::string catalog = lower(req.get_param_value("catalog_name"));
+      json out = json::array();
+      for (const auto& r : ws_.volume_acl().containers())
+        if (auto slash = r.key.find('/'); slash != std::string::npos && (catalog.empty() || r.key.substr(0, slash) == catalog) &&
+                                          container_visible(who, r.key))
+          out.push_back(container_json(r));
+      send(res, {{"schemas", out}});
+    });
+    on("GET", kUc + "/schemas/([^/]+)", [this](const Req& req, Res& res, const Principal& who) {
+      send(res, container_json(existing_container(req.matches[1], 2, who)));
+    });
+    // Databricks' create calls: a catalog (admins), a schema (CREATE_SCHEMA on its catalog, USE_CATALOG).
+    on("POST", kUc + "/catalogs", [this](const Req& req, Res& res, const Principal& who) {
+      std::string name = lower(body_string(req, "name"));
+      if (!securable_key_from_full_name(name, 1)) throw bad(fmt::format("'{}' is not a catalog name", name));
+      if (!who.admin)
         throw FsError(403, "PERMISSION_DENIED",
-                      fmt::format("user '{}' lacks ownership of volume {} (owner: {}); only its owner or a workspace "
-                                  "admin may change its grants",
-                                  who.user, volume_full_name(key), rec->owner));
-      for (const auto& c : changes(req)) ws_.volume_acl().change(key, c.principal, c.add, c.remove);
-      send(res, assignments(key, ""));
+                      fmt::format("user '{}' may not create catalogs: only workspace admins may", who.user));
+      if (ws_.volume_acl().find_container(name))
+        throw FsError(409, "CATALOG_ALREADY_EXISTS", fmt::format("catalog '{}' already exists", name));
+      send(res, container_json(ws_.volume_acl().ensure_container(name, who.user, ws_.now_ms())));
     });
+    on("POST", kUc + "/schemas", [this](const Req& req, Res& res, const Principal& who) {
+      std::string c = lower(body_string(req, "catalog_name")), n = lower(body_string(req, "name"));
+      auto key = securable_key_from_full_name(c + "." + n, 2);
+      if (!key) throw bad(fmt::format("'{}.{}' is not a schema's full name", c, n));
+      // Taken names read as taken (naming no owner); otherwise the volume rule's first steps decide
+      // (USE_CATALOG, CREATE_SCHEMA on the catalog).
+      if (ws_.volume_acl().find_container(*key))
+        throw FsError(409, "SCHEMA_ALREADY_EXISTS", fmt::format("schema {}.{} already exists", c, n));
+      if (auto why = ws_.volume_create_refusal(who, *key)) throw FsError(403, "PERMISSION_DENIED", *why);
+      send(res, container_json(ws_.volume_acl().ensure_container(*key, who.user, ws_.now_ms())));
+    });
+    const std::vector<std::pair<std::string, int>> securables = {{"catalog", 1}, {"schema", 2}, {"volume", 3}};
+    for (const auto& [type, depth] : securables) {
+      int d = depth;
+      std::string t = type;
+      on("GET", kUc + "/permissions/" + type + "/([^/]+)", [this, d](const Req& req, Res& res, const Principal& who) {
+        std::string key = securable(req.matches[1], d, who);
+        send(res, assignments(key, req.get_param_value("principal")));
+      });
+      on("PATCH", kUc + "/permissions/" + type + "/([^/]+)", [this, d, t](const Req& req, Res& res, const Principal& who) {
+        std::string key = securable(req.matches[1], d, who);
+        std::string owner = d == 3 ? ws_.volume_record(key)->owner : ws_.volume_acl().find_container(key)->owner;
+        if (!who.admin && who.user != owner)
+          throw FsError(403, "PERMISSION_DENIED",
+                        fmt::format("user '{}' lacks ownership of {} {} (owner: {}); only its owner or a workspace "
+                                    "admin may change its grants",
+                                    who.user, t, volume_full_name(key), owner));
+        for (const auto& c : changes(req, d)) ws_.volume_acl().change(key, c.principal, c.add, c.remove);
+        send(res, assignments(key, ""));
+      });
+    }
   }
 
  private:
@@ -83,6 +129,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       }
     };
     if (method == "GET") srv_.Get(pattern, h);
+    else if (method == "POST") srv_.Post(pattern, h);
     else srv_.Patch(pattern, h);
   }
 
@@ -102,8 +149,8 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     return out;
   }
 
-  // The key of catalog.schema.volume, which must exist.
-  std::string existing(const std::string& full_name) const {
+  // The key of catalog.schema.volume, which must exist and be visible to `who` (else the same 404).
+  std::string existing(const std::string& full_name, const Principal& who) const {
     auto key = volume_key_from_full_name(full_name);
     if (!key) throw bad(fmt::format("'{}' is not a volume's full name: use <catalog>.<schema>.<volume>", full_name));
     try {
@@ -111,10 +158,60 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     } catch (const FsError&) {
       throw bad(fmt::format("'{}' is not a valid volume name (Unity Catalog's rules: docs/volumes.md)", full_name));
     }
-    if (!ws_.volume_record(*key))
+    if (!ws_.volume_record(*key) || ws_.volume_hidden(who, *key))
       throw FsError(404, "RESOURCE_DOES_NOT_EXIST",
                     fmt::format("volume {} does not exist; create it: air fs mkdir dbfs:/Volumes/{}", full_name, *key));
     return *key;
+  }
+
+  // A catalog or schema is visible to admins, its owner (or its catalog's) and anyone holding a privilege on
+  // it (for a schema: on it or on its catalog); to others it does not exist.
+  bool container_visible(const Principal& who, const std::string& key) const {
+    if (who.admin) return true;
+    auto principals = acl_principals(who);
+    std::vector<std::string> owners;
+    for (const auto& k : {key.substr(0, key.find('/')), key}) {
+      if (auto r = ws_.volume_acl().find_container(k)) owners.push_back(r->owner);
+      if (!ws_.volume_acl().granted(k, principals).empty()) return true;
+    }
+    return std::find(owners.begin(), owners.end(), who.user) != owners.end();
+  }
+
+  VolumeRecord existing_container(const std::string& full_name, int depth, const Principal& who) const {
+    const char* kind = depth == 1 ? "catalog" : "schema";
+    auto key = securable_key_from_full_name(full_name, depth);
+    if (!key) throw bad(fmt::format("'{}' is not a {} name", full_name, kind));
+    auto r = ws_.volume_acl().find_container(*key);
+    if (!r || !container_visible(who, *key))
+      throw FsError(404, depth == 1 ? "CATALOG_DOES_NOT_EXIST" : "SCHEMA_DOES_NOT_EXIST",
+                    fmt::format("{} {} does not exist", kind, lower(full_name)));
+    return *r;
+  }
+
+  // The key of a securable whose grants are read or changed: a volume (the volume routes' rule: the owner,
+  // admins and grantees see its grants), a schema or a catalog (those who see it).
+  std::string securable(const std::string& full_name, int depth, const Principal& who) const {
+    if (depth == 3) {
+      std::string key = existing(full_name, who);
+      if (ws_.volume_granted(who, key).empty()) ws_.require_volume(who, key, kReadVolume);
+      return key;
+    }
+    return existing_container(full_name, depth, who).key;
+  }
+
+  json container_json(const VolumeRecord& r) const {
+    auto slash = r.key.find('/');
+    json j{{"name", slash == std::string::npos ? r.key : r.key.substr(slash + 1)}, {"full_name", volume_full_name(r.key)},
+           {"owner", r.owner}, {"created_by", r.owner}, {"created_at", r.created_ms}};
+    if (slash != std::string::npos) j["catalog_name"] = r.key.substr(0, slash);
+    return j;
+  }
+
+  static std::string body_string(const Req& req, const char* name) {
+    json b = json::parse(req.body, nullptr, false);
+    if (!b.is_object() || !b.contains(name) || !b[name].is_string())
+      throw bad(fmt::format("the body must be a JSON object with a string '{}'", name));
+    return b[name].get<std::string>();
   }
 
   json volume_json(const std::string& key) const {
@@ -140,7 +237,8 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
   };
 
   // {"changes": [{"principal": "bob", "add": ["READ_VOLUME"], "remove": []}]}, every entry checked first.
-  std::vector<Change> changes(const Req& req) const {
+  std::vector<Change> changes(const Req& req, int depth) const {
+    const auto& allowed = privileges_for_depth(depth);
     json b = json::parse(req.body, nullptr, false);
     if (b.is_discarded() || !b.is_object() || !b.contains("changes") || !b["changes"].is_array())
       throw bad("the body must be {\"changes\": [{\"principal\": NAME, \"add\": [PRIVILEGE], \"remove\": [PRIVILEGE]}]}");
@@ -160,8 +258,13 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
         if (!c[k].is_array()) throw bad(fmt::format("changes[{}].{} must be a list of privileges", i, k));
         for (const auto& p : c[k]) {
           std::string v = p.is_string() ? p.get<std::string>() : p.dump();
-          if (v != kReadVolume && v != kWriteVolume)
-            throw bad(fmt::format("changes[{}].{}: '{}' is not a volume privilege; use READ_VOLUME or WRITE_VOLUME", i, k, v));
+          if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+            std::string list;
+            for (size_t j = 0; j < allowed.size(); ++j)
+              list += (j ? (j + 1 == allowed.size() ? " or " : ", ") : "") + allowed[j];
+            throw bad(fmt::format("changes[{}].{}: '{}' is not a {} privilege; use {}", i, k, v,
+                                  depth == 1 ? "catalog" : depth == 2 ? "schema" : "volume", list));
+          }
           (std::string(k) == "add" ? ch.add : ch.remove).push_back(v);
         }
       }

@@ -373,6 +373,7 @@ void Server::Impl::end_request(Conn& c) {
 }
 
 void Server::Impl::run_handler(Conn& c, Request& req, Response& res, const ContentReader* reader) {
+  identify_caller(req);
   try {
     if (!c.gated && c.route->options.gate && !c.route->options.gate(req, res)) return observe(req, res);
     c.gated = true;
@@ -384,6 +385,16 @@ void Server::Impl::run_handler(Conn& c, Request& req, Response& res, const Conte
     else on_error(res, 500, "internal error");
   }
   observe(req, res);
+}
+
+void Server::Impl::identify_caller(Request& req) {
+  if (req.identified || !identify) return;
+  req.identified = true;
+  try {
+    req.caller = identify(req);
+  } catch (...) {
+    req.caller.clear();  // the observer then names no one rather than failing the request
+  }
 }
 
 void Server::Impl::observe(const Request& req, const Response& res) {
@@ -403,6 +414,7 @@ void Server::Impl::dispatch(const std::shared_ptr<Conn>& c, bool gate_only) {
   pool->submit([this, c, gate_only] {
     bool passed = true;
     if (gate_only) {
+      identify_caller(*c->req);
       try {
         passed = c->route->options.gate(*c->req, *c->res);
       } catch (...) {

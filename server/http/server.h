@@ -52,6 +52,8 @@ struct Request {
   std::string body;         // empty for streamed (ContentReader) routes
   std::smatch matches;      // the route pattern's groups, into `path`
   std::string remote_addr;
+  std::string caller;       // who sent it, as Server::set_identify's function named it before the gate ran
+  bool identified = false;
 
   bool has_header(const std::string& key) const { return headers.count(key) > 0; }
   std::string get_header_value(const std::string& key, const char* dflt = "") const;
@@ -103,6 +105,9 @@ using ErrorHandler = std::function<void(Response&, int status, const std::string
 
 // Told of every request a route answered (after its handler, or after its gate refused it): the audit log.
 using Observer = std::function<void(const Request&, const Response&)>;
+// Names the caller of a request once its headers are in, before its gate and handler run (a handler that
+// revokes the very token it was called with is still logged as its caller): Request::caller.
+using Identify = std::function<std::string(const Request&)>;
 
 struct RouteInfo {
   std::string method, pattern;  // as registered
@@ -146,6 +151,7 @@ class Server {
   void set_exception_handler(ExceptionHandler h);
   void set_error_handler(ErrorHandler h);
   void set_observer(Observer o);  // before listen()
+  void set_identify(Identify f);  // before listen()
   // Every registered route, in registration order (the security test walks them all).
   std::vector<RouteInfo> routes() const;
 

@@ -156,6 +156,7 @@ struct Server::Impl {
   std::vector<std::unique_ptr<Route>> routes;
   ExceptionHandler on_exception;
   Observer observer;
+  Identify identify;
   ErrorHandler on_error = default_error;
   int listen_fd = -1, epfd = -1, evfd = -1;
   std::unordered_map<int, std::shared_ptr<Conn>> conns;
@@ -193,6 +194,7 @@ struct Server::Impl {
   void dispatch_stream(const std::shared_ptr<Conn>& c);
   void run_handler(Conn& c, Request& req, Response& res, const ContentReader* reader);
   void observe(const Request& req, const Response& res);
+  void identify_caller(Request& req);
   void begin_response(const std::shared_ptr<Conn>& c);
   void poll_deferred(const std::shared_ptr<Conn>& c);
   void wake_waiters(bool all);

@@ -351,6 +351,7 @@ void Server::Patch(const std::string& p, Handler h, RouteOptions o) { add("PATCH
 void Server::set_exception_handler(ExceptionHandler h) { impl_->on_exception = std::move(h); }
 void Server::set_error_handler(ErrorHandler h) { impl_->on_error = std::move(h); }
 void Server::set_observer(Observer o) { impl_->observer = std::move(o); }
+void Server::set_identify(Identify f) { impl_->identify = std::move(f); }
 std::vector<RouteInfo> Server::routes() const {
   std::vector<RouteInfo> out;
   for (const auto& r : impl_->routes) out.push_back({r->method, r->pattern_text});

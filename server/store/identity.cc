@@ -255,6 +255,21 @@ TokenInfo IdentityStore::add_token(const std::string& user_name, const std::stri
   return t;
 }
 
+TokenInfo IdentityStore::replace_bootstrap_token(const std::string& hash, int64_t now_ms) {
+  std::string old_id;
+  {
+    std::lock_guard lock(mu_);
+    sql::Stmt st(db_->get(), "SELECT value FROM identity_meta WHERE key = 'bootstrap_token_id'");
+    if (st.step()) old_id = st.text(0);
+  }
+  if (!old_id.empty()) delete_token(old_id);
+  TokenInfo t = add_token(bootstrap_, hash, kBootstrapTokenComment, now_ms, -1);
+  std::lock_guard lock(mu_);
+  sql::Stmt(db_->get(), "INSERT OR REPLACE INTO identity_meta(key, value) VALUES ('bootstrap_token_id', ?)")
+      .bind(1, t.token_id).run();
+  return t;
+}
+
 std::optional<TokenInfo> IdentityStore::token_by_hash(const std::string& hash) const {
   std::lock_guard lock(mu_);
   auto it = tokens_.find(hash);

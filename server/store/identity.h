@@ -32,6 +32,7 @@ class IdentityError : public Error {
 // The group every workspace admin belongs to, and the group every active user is in (Databricks' names).
 inline constexpr const char* kAdminsGroup = "admins";
 inline constexpr const char* kUsersGroup = "users";
+inline constexpr const char* kBootstrapTokenComment = "bootstrap admin token (air server; replaced at each start)";
 
 struct User {
   int64_t id = 0;
@@ -101,6 +102,9 @@ class IdentityStore {
   // A token for an active user: its hash is stored, the clear token never.
   TokenInfo add_token(const std::string& user_name, const std::string& sha256_hex, const std::string& comment,
                       int64_t now_ms, int64_t expiry_ms);
+  // The bootstrap admin's token (what `air server` writes to server.json): one at a time, replaced at every
+  // start (the one before is deleted), listed among the bootstrap admin's tokens and revocable like any.
+  TokenInfo replace_bootstrap_token(const std::string& sha256_hex, int64_t now_ms);
   std::optional<TokenInfo> token_by_hash(const std::string& sha256_hex) const;
   std::optional<TokenInfo> token(const std::string& token_id) const;
   std::vector<TokenInfo> tokens(const std::string& user_name = {}) const;  // empty: every user's

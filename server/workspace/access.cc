@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "server/store/secrets.h"
+#include "server/store/volume_acl.h"
 
 namespace air::server {
 
@@ -80,6 +81,19 @@ std::optional<std::string> volume_refusal(const Principal& who, const std::strin
   return fmt::format("{}'{}' lacks {} on volume {} (owner: {}){}; the owner can grant it: air volumes grant {} {} {}",
                      who.is_node() ? fmt::format("run {}'s owner ", who.run_id) : "user ", user, need, full_name, owner,
                      have.empty() ? "" : fmt::format(" (has {})", have), full_name, user, need);
+}
+
+bool volume_visible(const Principal& who, const std::string& owner, const std::set<std::string>& granted) {
+  return volume_allows(who, owner, granted, kReadVolume) || !granted.empty();
+}
+
+bool container_allows(const Principal& who, const std::vector<std::string>& owners,
+                      const std::set<std::string>& granted, const std::string& privilege) {
+  const std::string& user = who.is_node() ? who.owner : who.user;
+  if (user.empty()) return false;
+  if ((who.is_node() ? who.owner_admin : who.admin)) return true;
+  if (std::find(owners.begin(), owners.end(), user) != owners.end()) return true;
+  return granted.count(privilege) > 0;
 }
 
 std::vector<std::string> acl_principals(const Principal& who) {

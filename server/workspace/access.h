@@ -56,6 +56,16 @@ bool volume_allows(const Principal& who, const std::string& owner, const std::se
 std::optional<std::string> volume_refusal(const Principal& who, const std::string& full_name, const std::string& owner,
                                           const std::set<std::string>& granted, const std::string& need);
 
+// Whether `who` may see a volume at all: its owner, admins and anyone holding a privilege on it. To anyone
+// else the volume is answered as if it did not exist (404), and its owner is never named.
+bool volume_visible(const Principal& who, const std::string& owner, const std::set<std::string>& granted);
+
+// Catalogs and schemas (Unity Catalog's securables above a volume): admins and the owners in `owners` (the
+// catalog's, and for a schema its own) hold every privilege; others what `granted` holds (the grants on the
+// schema and on its catalog, to the user or a group).
+bool container_allows(const Principal& who, const std::vector<std::string>& owners,
+                      const std::set<std::string>& granted, const std::string& privilege);
+
 // The principals a user's rights come from on an ACL: the user itself and each of its groups.
 std::vector<std::string> acl_principals(const Principal& who);
 

@@ -100,7 +100,10 @@ ApiReply handle_services_request(WorkspaceServices& services, const std::optiona
                            fmt::format("a node token may use only its own run's MLflow runs; MLflow run {} belongs to "
                                        "run {}, not {}", run_id, *owner, caller->run_id));
       if (owner && !caller->is_node() && may_use_run)
-        if (auto why = may_use_run(*owner, method != "GET")) return error_reply(403, "PERMISSION_DENIED", *why);
+        if (auto why = may_use_run(*owner, method != "GET"))
+          return why->hidden ? error_reply(404, "RESOURCE_DOES_NOT_EXIST",
+                                           fmt::format("Run with id={} not found", run_id.substr(0, 100)))
+                             : error_reply(403, "PERMISSION_DENIED", why->message);
     }
     return handle_mlflow_request(services.mlflow(), method, target, body, caller.has_value());
   }

@@ -58,7 +58,12 @@ class WorkspaceServices {
 //    owner may READ them, and MLflow runs of its own run;
 //  - anything else: UNAUTHENTICATED.
 // `target` is the request path with its query string.
-using RunCheck = std::function<std::optional<std::string>(const std::string& air_run, bool write)>;
+// A refusal: `hidden` when the caller may not even view the run (then answered as an unknown MLflow run).
+struct RunRefusal {
+  bool hidden = false;
+  std::string message;
+};
+using RunCheck = std::function<std::optional<RunRefusal>(const std::string& air_run, bool write)>;
 ApiReply handle_services_request(WorkspaceServices& services, const std::optional<Principal>& caller,
                                  const std::vector<SecretRef>& run_refs, const std::string& method,
                                  const std::string& target, const std::string& body, const RunCheck& may_use_run = {});

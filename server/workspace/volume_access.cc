@@ -41,7 +41,67 @@ std::vector<std::string> volume_folders(const std::string& root) {
 std::vector<std::string> Workspace::adopt_volume_folders() {
   auto keys = volume_folders(volumes_.root());
   volume_acl_->adopt(keys, identity_->bootstrap_admin(), now());
+  volume_acl_->seed(identity_->bootstrap_admin(), now());  // main, main.default, the schemas of those volumes
   return keys;
+}
+
+namespace {
+
+const std::string& acting_user(const Principal& who) { return who.is_node() ? who.owner : who.user; }
+
+std::string as_whom(const Principal& who) {
+  return who.is_node() ? fmt::format("run {}'s owner '{}'", who.run_id, who.owner) : fmt::format("user '{}'", who.user);
+}
+
+}  // namespace
+
+std::optional<std::string> Workspace::volume_create_refusal(const Principal& who, const std::string& key) const {
+  // "c/s": a schema to make (its first steps only); "c/s/v": a volume.
+  bool schema_only = std::count(key.begin(), key.end(), '/') == 1;
+  std::string c = key.substr(0, key.find('/')), cs = schema_only ? key : key.substr(0, key.rfind('/'));
+  std::string schema_name = volume_full_name(cs), user = acting_user(who);
+  std::string what = fmt::format("{} {}", schema_only ? "schema" : "volume", volume_full_name(key));
+  auto principals = acl_principals(who);
+  auto catalog = volume_acl_->find_container(c);
+  std::set<std::string> cgranted = volume_acl_->granted(c, principals);
+  // A catalog the caller may not use reads the same whether or not it exists.
+  if (!catalog || !container_allows(who, {catalog->owner}, cgranted, kUseCatalog))
+    return fmt::format("{} may not create {}: catalog '{}' does not exist or {} lacks USE_CATALOG on it; a "
+                       "workspace admin can create it (air fs mkdir dbfs:/Volumes/{}) or grant it: air volumes grant "
+                       "{} {} USE_CATALOG",
+                       as_whom(who), what, c, user, schema_only ? key + "/<volume>" : key, c, user);
+  auto schema = volume_acl_->find_container(cs);
+  if (!schema || schema_only) {
+    if (container_allows(who, {catalog->owner}, cgranted, kCreateSchema)) return std::nullopt;  // made as the caller's
+    return fmt::format("{} may not create {}: {}{} lacks CREATE_SCHEMA on catalog '{}' (owner: {}); its owner can "
+                       "grant it: air volumes grant {} {} CREATE_SCHEMA",
+                       as_whom(who), what, schema_only ? "" : fmt::format("schema {} does not exist and ", schema_name),
+                       user, c, catalog->owner, c, user);
+  }
+  std::set<std::string> granted = volume_acl_->granted(cs, principals);
+  granted.insert(cgranted.begin(), cgranted.end());  // a catalog's grants hold in each of its schemas
+  std::vector<std::string> owners{catalog->owner, schema->owner};
+  if (!container_allows(who, owners, granted, kUseSchema))
+    return fmt::format("{} may not create {}: schema {} does not exist or {} lacks USE_SCHEMA on it; its "
+                       "owner can grant it: air volumes grant {} {} USE_SCHEMA",
+                       as_whom(who), what, schema_name, user, schema_name, user);
+  if (!container_allows(who, owners, granted, kCreateVolume))
+    return fmt::format("{} lacks CREATE_VOLUME on schema {} (owner: {}), so may not create volume {} there; its owner "
+                       "can grant it: air volumes grant {} {} CREATE_VOLUME",
+                       as_whom(who), schema_name, schema->owner, volume_full_name(key), schema_name, user);
+  return std::nullopt;
+}
+
+VolumeRecord Workspace::create_volume_record(const std::string& key, const std::string& owner) {
+  int64_t t = now();
+  volume_acl_->ensure_container(key.substr(0, key.find('/')), owner, t);
+  volume_acl_->ensure_container(key.substr(0, key.rfind('/')), owner, t);
+  return volume_acl_->ensure(key, owner, t);
+}
+
+bool Workspace::volume_hidden(const Principal& who, const std::string& key) const {
+  auto rec = volume_acl_->find(key);
+  return rec && !volume_visible(who, rec->owner, volume_granted(who, key));
 }
 
 std::optional<VolumeRecord> Workspace::volume_record(const std::string& key) const {
@@ -59,10 +119,20 @@ std::set<std::string> Workspace::volume_granted(const Principal& who, const std:
 
 void Workspace::require_volume(const Principal& who, const std::string& key, const std::string& need) {
   auto rec = volume_record(key);
+  // A volume `who` may not see is answered as one that does not exist: a read finds nothing, a write is
+  // refused as creating it would be, or (where `who` may create volumes) as a name already taken, whose
+  // owner is not named.
+  if (rec && !volume_visible(who, rec->owner, volume_granted(who, key))) {
+    if (need == kReadVolume) throw FsError(404, "NOT_FOUND", fmt::format("/Volumes/{} does not exist", key));
+    if (auto why = volume_create_refusal(who, key)) throw FsError(403, "PERMISSION_DENIED", *why);
+    throw FsError(409, "ALREADY_EXISTS", fmt::format("volume {} already exists and is not {}'s: choose another name",
+                                                     volume_full_name(key), acting_user(who)));
+  }
   if (!rec) {
     if (need == kReadVolume) return;  // nothing there to read: the store answers 404
+    if (auto why = volume_create_refusal(who, key)) throw FsError(403, "PERMISSION_DENIED", *why);
     // The creator owns it; when another caller created it a moment earlier, theirs is the record checked.
-    rec = volume_acl_->ensure(key, who.is_node() ? who.owner : who.user, now());
+    rec = create_volume_record(key, acting_user(who));
   }
   if (auto why = volume_refusal(who, volume_full_name(key), rec->owner, volume_granted(who, key), need))
     throw FsError(403, "PERMISSION_DENIED", *why);
@@ -81,11 +151,20 @@ std::vector<std::string> Workspace::check_run_volumes(const std::vector<std::str
   std::vector<std::string> fresh;
   for (const auto& key : keys) {
     auto rec = volume_record(key);
-    if (!rec) {
+    auto granted = volume_granted(who, key);
+    if (!rec || !volume_visible(who, rec->owner, granted)) {  // one it may not see reads as one not made yet
+      if (auto why = volume_create_refusal(who, key))
+        throw HttpError(403, "PERMISSION_DENIED",
+                        fmt::format("the workload names /Volumes/{}, which does not exist and its owner may not "
+                                    "create: {}", key, *why));
+      if (rec)
+        throw HttpError(409, "ALREADY_EXISTS",
+                        fmt::format("the workload names /Volumes/{}: volume {} already exists and is not {}'s; choose "
+                                    "another name", key, volume_full_name(key), who.user));
       fresh.push_back(key);
       continue;
     }
-    if (auto why = volume_refusal(who, volume_full_name(key), rec->owner, volume_granted(who, key), kReadVolume))
+    if (auto why = volume_refusal(who, volume_full_name(key), rec->owner, granted, kReadVolume))
       throw HttpError(403, "PERMISSION_DENIED",
                       fmt::format("the workload names /Volumes/{}, which its owner may not read: {}", key, *why));
   }

@@ -19,6 +19,7 @@
 #include "core/base/host.h"
 #include "core/wire/run_state.h"
 #include "core/volumes/namespace.h"
+#include "core/volumes/workload_volumes.h"
 #include "core/workload/workload.h"
 #include "server/workspace/services.h"
 
@@ -65,7 +66,8 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
       logs_(opts_.home + "/runs"),
       services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")),
       identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)),
-      volume_acl_(std::make_unique<VolumeAcl>(opts_.home + "/workspace.db")) {
+      volume_acl_(std::make_unique<VolumeAcl>(opts_.home + "/workspace.db")),
+      snapshot_uploads_(std::make_unique<SnapshotUploads>(opts_.home + "/workspace.db")) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
   adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
   setup_pools();
@@ -94,16 +96,15 @@ void Workspace::start() {
   prune_audit(true);
   {
     std::lock_guard<std::mutex> g(mu_);
+    // Bootstrap admin tokens of workspaces from before it was a listed user token (one kept per start, never
+    // revoked): deleted; create_admin_token makes the one token of this start.
+    store_.delete_tokens("admin");
     for (const auto& [hash, scope] : store_.tokens()) {
+      if (scope.rfind("run:", 0) != 0) continue;  // node tokens are the only ones kept here now
       Principal p;
-      if (scope == "admin") {
-        p.admin = true;
-        p.user = identity_->bootstrap_admin();
-      } else if (scope.rfind("run:", 0) == 0) {
-        auto colon = scope.rfind(':');
-        p.run_id = scope.substr(4, colon - 4);
-        p.attempt = std::atoi(scope.c_str() + colon + 1);
-      }
+      auto colon = scope.rfind(':');
+      p.run_id = scope.substr(4, colon - 4);
+      p.attempt = std::atoi(scope.c_str() + colon + 1);
       tokens_[hash] = p;
     }
     seq_ = store_.max_seq();
@@ -151,13 +152,7 @@ void Workspace::stop() {
 
 std::string Workspace::create_admin_token() {
   std::string token = random_token();
-  std::string hash = sha256_hex(token);
-  std::lock_guard<std::mutex> g(mu_);
-  store_.add_token(hash, "admin");
-  Principal p;
-  p.admin = true;
-  p.user = identity_->bootstrap_admin();
-  tokens_[hash] = p;
+  identity_->replace_bootstrap_token(sha256_hex(token), now());
   return token;
 }
 
@@ -221,6 +216,7 @@ Workspace::RunAccess Workspace::run_access(const std::string& run_id) const {
 
 std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, const std::string& digest) const {
   if (who.admin) return std::nullopt;
+  if (!who.is_node() && !who.user.empty() && snapshot_uploads_->uploaded_by(digest, who.user)) return std::nullopt;
   std::lock_guard<std::mutex> g(mu_);
   if (who.is_node()) {
     auto it = runs_.find(who.run_id);
@@ -231,13 +227,13 @@ std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, con
   for (const auto& [id, r] : runs_)
     if (r.info.snapshot_digest == digest && run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView)
       return std::nullopt;
-  return fmt::format("user '{}' lacks CAN_VIEW on every run made from snapshot {}; a run's owner can grant it under "
-                     "permissions: in the workload",
-                     who.user, digest);
+  return fmt::format("user '{}' neither uploaded snapshot {} nor may view a run made from it", who.user, digest);
 }
 
 void Workspace::require_run(const Principal& who, const std::string& run_id, RunLevel need) const {
   RunAccess a = run_access(run_id);
+  // A run the caller may not view is answered as one that does not exist (find()'s own words): no owner named.
+  if (!who.is_node() && run_level(who, a.owner, a.grants) < RunLevel::kCanView) throw not_found("run " + run_id + " not found");
   if (auto why = run_refusal(who, run_id, a.owner, a.grants, need)) throw HttpError(403, "PERMISSION_DENIED", *why);
 }
 
@@ -330,23 +326,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
                     missing);
   // The owner must be able to READ every volume the workload names (the node mount and the node token
   // follow the same rule); a volume that does not exist yet becomes the submitter's.
-  std::vector<std::string> volume_keys;
-  {
-    std::string text = w.command + "\n" + w.parameters_yaml;
-    for (const auto& [k, v] : w.env_variables) text += "\n" + v;
-    std::vector<std::string> paths = volume_paths_in(text);
-    if (w.code_source && !w.code_source->remote_volume.empty()) paths.push_back(w.code_source->remote_volume);
-    for (const auto& path : paths) {
-      std::string key;
-      try {
-        key = parse_volume_path(path).volume_key();
-      } catch (const FsError&) {
-        continue;  // the workload's own check reports a bad remote_volume
-      }
-      if (!key.empty() && std::find(volume_keys.begin(), volume_keys.end(), key) == volume_keys.end())
-        volume_keys.push_back(key);
-    }
-  }
+  std::vector<std::string> volume_keys = workload_volume_keys(w);
   std::vector<std::string> new_volumes = check_run_volumes(volume_keys, who);
   // With code_source remote_volume the snapshot lives in that volume (air run put it there), not in the
   // workspace's snapshot store.
@@ -361,7 +341,9 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
     snapshot_path = vp.str();
     snapshot_bytes = meta->size;
   } else if (!req.snapshot_digest.empty()) {
-    if (!blobs_.has(req.snapshot_digest))
+    // A digest the submitter may not read is answered as one that was never uploaded: naming it is no
+    // way in, and the answer tells nothing of whether it exists.
+    if (!blobs_.has(req.snapshot_digest) || snapshot_refusal(who, req.snapshot_digest))
       throw HttpError(400, "SNAPSHOT_MISSING", "snapshot " + req.snapshot_digest + " has not been uploaded");
     snapshot_bytes = blobs_.size(req.snapshot_digest);
   }
@@ -376,7 +358,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
                                 opts_.pools.empty() ? "this workspace's machine" : "pool '" + pool + "'",
                                 it->second.second));
   for (const auto& key : new_volumes) {  // the submitter's now, unless another user made it meanwhile
-    VolumeRecord rec = volume_acl_->ensure(key, who.user, now());
+    VolumeRecord rec = create_volume_record(key, who.user);
     if (auto why = volume_refusal(who, volume_full_name(key), rec.owner, volume_granted(who, key), kReadVolume))
       throw HttpError(403, "PERMISSION_DENIED",
                       fmt::format("the workload names /Volumes/{}, which its owner may not read: {}", key, *why));

@@ -21,6 +21,7 @@
 #include "server/store/identity.h"
 #include "server/workspace/access.h"
 #include "server/store/logs.h"
+#include "server/store/snapshot_uploads.h"
 #include "server/store/store.h"
 #include "server/store/volume_acl.h"
 #include "server/store/volumes.h"
@@ -100,9 +101,12 @@ class Workspace {
   // Throws 403 PERMISSION_DENIED (naming the missing level) unless `who` has `need` on the run.
   void require_run(const Principal& who, const std::string& run_id, RunLevel need) const;
 
-  // Who may download a code snapshot: admins, node tokens of a run made from it, users who may view such a
-  // run. The refusal, or nullopt.
+  // Who may read (and name in a run) a code snapshot: admins, its uploaders, node tokens of a run made from
+  // it, users who may view such a run. The refusal, or nullopt. The routes answer a refused caller 404, as
+  // for a digest that does not exist (a digest is a name anyone can compute, not a key).
   std::optional<std::string> snapshot_refusal(const Principal& who, const std::string& digest) const;
+  // Who uploaded each snapshot (server/store/snapshot_uploads.h).
+  SnapshotUploads& snapshot_uploads() { return *snapshot_uploads_; }
 
   // `who` becomes the run's owner; the workload's permissions are its access list. Refused (403) when the
   // owner may not READ a secret scope the workload references.
@@ -144,6 +148,15 @@ class Workspace {
   // Throws FsError 403 PERMISSION_DENIED naming the missing privilege unless `who` holds `need` on `key`.
   // A volume that does not exist yet is made by a write (the writer, or a node's run owner, owns it).
   void require_volume(const Principal& who, const std::string& key, const std::string& need);
+  // Why `who` (a node token: its run's owner) may not create volume `key` (Unity Catalog's rule: USE_CATALOG
+  // on its catalog, and USE_SCHEMA and CREATE_VOLUME on its schema, or CREATE_SCHEMA on the catalog for a
+  // schema not made yet), or nullopt. `key` "catalog/schema": why `who` may not make that schema (USE_CATALOG and
+  // CREATE_SCHEMA on the catalog). docs/volumes.md "Catalogs and schemas".
+  std::optional<std::string> volume_create_refusal(const Principal& who, const std::string& key) const;
+  // The record of a new volume owned by `owner`, with its catalog and schema (made as `owner`'s if missing).
+  VolumeRecord create_volume_record(const std::string& key, const std::string& owner);
+  // True when the volume exists and `who` may not see it (access.h volume_visible): answer as if it did not.
+  bool volume_hidden(const Principal& who, const std::string& key) const;
   // The volumes `who` may read ("catalog/schema/volume"), for listings.
   std::vector<std::string> readable_volumes(const Principal& who) const;
   // Secrets and MLflow (server/workspace/services.h).
@@ -225,6 +238,7 @@ class Workspace {
   std::unique_ptr<WorkspaceServices> services_;
   std::unique_ptr<IdentityStore> identity_;
   std::unique_ptr<VolumeAcl> volume_acl_;
+  std::unique_ptr<SnapshotUploads> snapshot_uploads_;
   std::string url_;
 
   mutable std::mutex mu_;

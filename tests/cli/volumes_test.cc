@@ -71,9 +71,15 @@ TEST_CASE("cli: air volumes grants, lists and revokes, and refuses bad input and
   auto bad = air_cli({"volumes", "grant", "main.t.v", "bob", "OWN"});
   CHECK(bad.code == 2);
   CHECK(bad.err == "air: error: invalid privilege 'OWN'\n  hint: use READ_VOLUME or WRITE_VOLUME\n");
-  auto not_volume = air_cli({"volumes", "grants", "main.t"});
+  // Two parts name a schema (issue 40: schemas and catalogs have grants too); four name nothing.
+  auto schema = air_cli({"volumes", "grants", "main.t"});
+  CHECK(schema.code == 0);
+  auto bad_schema = air_cli({"volumes", "grant", "main.t", "bob", "READ_VOLUME"});
+  CHECK(bad_schema.code == 2);
+  CHECK(bad_schema.err == "air: error: invalid privilege 'READ_VOLUME'\n  hint: a schema takes USE_SCHEMA or CREATE_VOLUME\n");
+  auto not_volume = air_cli({"volumes", "grants", "main.t.v.x"});
   CHECK(not_volume.code == 2);
-  CHECK(not_volume.err.find("'main.t' is not a volume") != std::string::npos);
+  CHECK(not_volume.err.find("'main.t.v.x' is not a catalog, schema or volume") != std::string::npos);
   auto missing = air_cli({"volumes", "grants", "main.t.nope"});
   CHECK(missing.code == 1);
   CHECK(missing.err.find("volume main.t.nope does not exist; create it: air fs mkdir dbfs:/Volumes/main/t/nope") !=

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two people on one workspace (docs/security.md): the admin adds alice and bob with their own tokens; alice
-# stores team/hf_token and runs a workload that reads it; bob can neither read the secret nor see, follow or
+# stores team/hf_token and runs a workload (with code) that reads it; bob can neither read the secret nor see, follow or
 # cancel alice's run until alice grants it in permissions:; bob's run naming alice's scope is refused at
 # submit; a revoked token stops working; `air audit` shows each step, and never a value or a token.
 source "$(dirname "$0")/lib/common.bash"
@@ -48,13 +48,21 @@ as "$BOB" secrets list-secrets team > "$E2E_TMP/bob_list.out" 2>&1 && fail "bob 
 
 proj="$E2E_TMP/proj"
 mkdir -p "$proj"
+# The workloads carry code (a snapshot of $proj): a non-admin's `air run` uploads it (issue 40: HEAD of a
+# new digest once answered users 403, so no non-admin could run code).
+printf 'echo code-ok\n' > "$proj/hello.sh"
 workload() {  # workload FILE NAME [permissions yaml]
   cat > "$1" <<YAML
 experiment_name: $2
 compute:
   accelerator_type: CPU_1xHOST
   num_accelerators: 1
+code_source:
+  type: snapshot
+  snapshot:
+    root_path: .
 command: |
+  sh "\$CODE_SOURCE_PATH/hello.sh"
   [ "\$(printf %s "\$HF_TOKEN" | sha256sum | cut -d' ' -f1)" = "$(printf %s "$VALUE" | sha256sum | cut -d' ' -f1)" ] && echo token-ok
   for i in \$(seq 1 3000); do [ -f "$E2E_TMP/stop" ] && break; echo "tick \$i"; sleep 0.1; done
 secrets:
@@ -70,16 +78,19 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 as "$ALICE" logs "$A" --no-follow | grep -q token-ok || fail "alice's run did not get her secret: $(as "$ALICE" logs "$A" --no-follow 2>&1 | head -5)"
+as "$ALICE" logs "$A" --no-follow | grep -q code-ok || fail "alice's run did not run her code: $(as "$ALICE" logs "$A" --no-follow 2>&1 | head -5)"
 
 # bob: alice's run is not his to see, follow or cancel.
 as "$BOB" -o json list --all-users | json_get - '[r["run_id"] for r in d["runs"]]' | grep -q "$A" && fail "bob's list shows alice's run"
 as "$BOB" get run "$A" > "$E2E_TMP/bob_get_run.out" 2>&1 && fail "bob got alice's run"
-grep -q "user 'bob' lacks CAN_VIEW on run $A" "$E2E_TMP/bob_get_run.out" || fail "no reason: $(cat "$E2E_TMP/bob_get_run.out")"
+# A run bob may not view answers as one that does not exist (issue 40: no existence oracle, no owner named).
+grep -q "run $A not found" "$E2E_TMP/bob_get_run.out" || fail "no reason: $(cat "$E2E_TMP/bob_get_run.out")"
+grep -q alice "$E2E_TMP/bob_get_run.out" && fail "the refusal names the owner: $(cat "$E2E_TMP/bob_get_run.out")"
 timeout 20 env AIR_HOST="$URL" AIR_TOKEN="$BOB" "$AIR" logs "$A" --follow > "$E2E_TMP/bob_follow.out" 2>&1 && fail "bob followed alice's run"
-grep -q "lacks CAN_VIEW" "$E2E_TMP/bob_follow.out" || fail "follow refusal: $(cat "$E2E_TMP/bob_follow.out")"
+grep -q "not found" "$E2E_TMP/bob_follow.out" || fail "follow refusal: $(cat "$E2E_TMP/bob_follow.out")"
 grep -q tick "$E2E_TMP/bob_follow.out" && fail "bob saw alice's log lines"
 as "$BOB" cancel "$A" > "$E2E_TMP/bob_cancel.out" 2>&1 && fail "bob canceled alice's run"
-grep -q "lacks CAN_MANAGE_RUN on run $A" "$E2E_TMP/bob_cancel.out" || fail "cancel refusal: $(cat "$E2E_TMP/bob_cancel.out")"
+grep -q "not found" "$E2E_TMP/bob_cancel.out" || fail "cancel refusal: $(cat "$E2E_TMP/bob_cancel.out")"
 [ "$(as "$ALICE" -o json get run "$A" | json_get - 'd["state"]')" = RUNNING ] || fail "alice's run is no longer running"
 
 # bob's own run naming alice's scope is refused at submit, naming the scope and the permission.
@@ -145,7 +156,8 @@ checks = [
     has("node:%s:1" % run_a, "GET", "/api/2.0/secrets/get", 200, "team/hf_token"),
     has("alice", "POST", "/api/air/v1/runs", 201),
     has("bob", "POST", "/api/air/v1/runs", 403),
-    has("bob", "POST", "/api/air/v1/runs/%s/cancel" % run_a, 403),
+    has("bob", "POST", "/api/air/v1/runs/%s/cancel" % run_a, 404),
+    has("bob", "GET", "/api/air/v1/runs/%s" % run_a, 404),
     has("bob", "POST", "/api/air/v1/runs/%s/cancel" % run_m, 200),
     has("alice", "POST", "/api/2.0/token/delete", 200),
 ]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Volumes a team shares (docs/volumes.md): alice makes a volume and puts a file; bob can neither list, read
-# nor write it, nor name it in his run (refused at submit, naming the volume and READ_VOLUME); alice grants
+# Volumes a team shares (docs/volumes.md): alice makes a volume (in schema main.team, hers as its first
+# volume's maker) and puts a file; to bob it does not exist: he can neither list, read nor write it, nor name
+# it in his run (refused at submit as making it would be); alice grants
 # READ_VOLUME; bob reads but cannot write, and his run sees the volume read-only (its own volume
 # read-write, nothing else under /Volumes); `air audit` shows each step.
 source "$(dirname "$0")/lib/common.bash"
@@ -29,13 +30,16 @@ expect_refused() {  # expect_refused WHAT PATTERN air-args... (as bob)
   as "$BOB" "$@" > "$E2E_TMP/refused.out" 2>&1 && fail "bob could $what"
   grep -q "$pattern" "$E2E_TMP/refused.out" || fail "$what: the refusal does not say '$pattern': $(cat "$E2E_TMP/refused.out")"
 }
-expect_refused "list alice's volume" "user 'bob' lacks READ_VOLUME on volume main.team.data (owner: alice)" \
+# A volume bob holds nothing on answers as one that does not exist (issue 40), naming no owner; writing
+# there is refused as making it would be (schema main.team is alice's).
+expect_refused "list alice's volume" "/Volumes/main/team/data does not exist" \
   fs ls dbfs:/Volumes/main/team/data
-expect_refused "read alice's file" "lacks READ_VOLUME on volume main.team.data" \
+expect_refused "read alice's file" "/Volumes/main/team/data/a.txt does not exist" \
   fs cp dbfs:/Volumes/main/team/data/a.txt "$E2E_TMP/stolen.txt"
-expect_refused "write alice's volume" "lacks WRITE_VOLUME on volume main.team.data" \
+expect_refused "write alice's volume" "schema main.team does not exist or bob lacks USE_SCHEMA on it" \
   fs cp "$E2E_TMP/a.txt" dbfs:/Volumes/main/team/data/bob.txt
-expect_refused "grant himself" "lacks ownership of volume main.team.data" volumes grant main.team.data bob READ_VOLUME
+expect_refused "grant himself" "volume main.team.data does not exist" volumes grant main.team.data bob READ_VOLUME
+grep -q alice "$E2E_TMP/refused.out" && fail "a refusal names the owner: $(cat "$E2E_TMP/refused.out")"
 [ -z "$(as "$BOB" fs ls dbfs:/Volumes)" ] || fail "bob sees alice's catalog: $(as "$BOB" fs ls dbfs:/Volumes)"
 [ -z "$(as "$BOB" volumes list)" ] || fail "bob's volume list: $(as "$BOB" volumes list)"
 
@@ -55,7 +59,7 @@ command: |
 max_retries: 0
 YAML
 as "$BOB" run -f "$proj/b.yaml" > "$E2E_TMP/bob_submit.out" 2>&1 && fail "bob's run naming alice's volume was accepted"
-grep -q "the workload names /Volumes/main/team/data, which its owner may not read: user 'bob' lacks READ_VOLUME on volume main.team.data" \
+grep -q "the workload names /Volumes/main/team/data, which does not exist and its owner may not create: .*schema main.team does not exist or bob lacks USE_SCHEMA" \
   "$E2E_TMP/bob_submit.out" || fail "submit refusal: $(cat "$E2E_TMP/bob_submit.out")"
 
 # alice grants READ_VOLUME: bob reads, still cannot write; his run sees it read-only.
@@ -91,7 +95,8 @@ perm = "/api/2.1/unity-catalog/permissions/volume/main.team.data"
 checks = [
     has("alice", "PUT", "/api/2.0/fs/files/Volumes/main/team/data/a.txt", 204),
     has("bob", "PUT", "/api/2.0/fs/files/Volumes/main/team/data/bob.txt", 403),
-    has("bob", "PATCH", perm, 403, "bob +READ_VOLUME"),
+    has("bob", "PATCH", perm, 404, "bob +READ_VOLUME"),
+    has("bob", "HEAD", "/api/2.0/fs/directories/Volumes/main/team/data", 404),
     has("bob", "POST", "/api/air/v1/runs", 403),
     has("alice", "PATCH", perm, 200, "bob +READ_VOLUME"),
     has("bob", "POST", "/api/air/v1/runs", 201),

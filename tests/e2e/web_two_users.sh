@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The run page for two people (docs/web.md, docs/security.md): headless chromium signs in with bob's token
-# (kept in sessionStorage only) and sees his run but not alice's, is refused her run's page (CAN_VIEW named,
-# none of her log shown), signs out leaving no token behind, then signs in as alice and sees hers.
+# (kept in sessionStorage only) and sees his run but not alice's, is refused her run's page (as an unknown
+# run, none of her log shown), signs out leaving no token behind, then signs in as alice and sees hers.
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/web/setup.bash"
 

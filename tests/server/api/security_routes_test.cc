@@ -167,6 +167,9 @@ struct Team {
     ok("POST", "/api/2.0/secrets/acls/put", {{"scope", "team"}, {"principal", "carol"}, {"permission", "MANAGE"}}, "owner");
     ok("POST", "/api/2.0/secrets/acls/put", {{"scope", "team"}, {"principal", "ml"}, {"permission", "READ"}}, "owner");
 
+    // main.default is the admin's: alice may make volumes there once granted CREATE_VOLUME (docs/volumes.md).
+    ok("PATCH", "/api/2.1/unity-catalog/permissions/schema/main.default",
+       {{"changes", {{{"principal", "alice"}, {"add", {"CREATE_VOLUME"}}}}}}, "admin");
     // Volume main.default.v: alice creates it (its owner) with a file and an empty folder, grants bob
     // READ_VOLUME, carol READ_VOLUME and WRITE_VOLUME, group ml READ_VOLUME.
     auto f = call("PUT", "/api/2.0/fs/files/Volumes/main/default/v/a.txt", "abc", token["owner"], "application/octet-stream");
@@ -244,6 +247,10 @@ struct Team {
         {"token_id", {{"token_id", "{token_id}"}}},
         {"on_behalf", {{"application_id", "dave"}}},
         {"vol_grant", {{"changes", {{{"principal", "dave"}, {"add", {"READ_VOLUME"}}}}}}},
+        {"catalog_new", {{"name", "fresh"}}},
+        {"schema_new", {{"catalog_name", "main"}, {"name", "fresh"}}},
+        {"catalog_grant", {{"changes", {{{"principal", "dave"}, {"add", {"CREATE_SCHEMA"}}}}}}},
+        {"schema_grant", {{"changes", {{{"principal", "dave"}, {"add", {"CREATE_VOLUME"}}}}}}},
     };
     if (name.empty()) return {};
     if (name == "log") return "1700000000000 o hello\n";
