@@ -21,6 +21,12 @@ struct Candidate {
 };
 
 constexpr size_t kMaxCachedPiece = 256;
+
+// Spreads a pair key over the table (the high bits of a multiplicative hash).
+uint64_t mix(uint64_t key) {
+  key *= 0x9E3779B97F4A7C15ull;
+  return key ^ (key >> 29);
+}
 constexpr std::string_view kMetaspace = "\u2581";
 
 // Length of the UTF-8 character starting with byte `c` at i (1 for a malformed byte).
@@ -71,19 +77,36 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::ve
       }
     }
   }
-  merges_.reserve(merges.size());
+  size_t slots = 16;
+  while (slots < 2 * merges.size()) slots *= 2;
+  merges_.assign(slots, MergeSlot{});
+  merge_mask_ = slots - 1;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     // A repeated pair keeps its last rank, as in Hugging Face's HashMap collection.
-    merges_[pair_key(merges[rank].left, merges[rank].right)] = {static_cast<int32_t>(rank),
-                                                                merges[rank].result};
+    uint64_t key = pair_key(merges[rank].left, merges[rank].right);
+    for (uint64_t i = mix(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
+      if (merges_[i].key == kEmptyKey || merges_[i].key == key) {
+        merges_[i] = {key, static_cast<int32_t>(rank), merges[rank].result};
+        break;
+      }
+    }
   }
 }
 
 BpeModel::BpeModel(BpeModel&& o) noexcept
-    : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), split_words_(o.split_words_),
+    : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), merge_mask_(o.merge_mask_),
+      split_words_(o.split_words_),
       joins_metaspace_(std::move(o.joins_metaspace_)), options_(o.options_), cache_(std::move(o.cache_)) {
   std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
   std::copy(std::begin(o.fallback_ids_), std::end(o.fallback_ids_), fallback_ids_);
+}
+
+const BpeModel::MergeSlot* BpeModel::find_merge(uint64_t key) const {
+  for (uint64_t i = mix(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
+    const MergeSlot& s = merges_[i];
+    if (s.key == key) return &s;
+    if (s.key == kEmptyKey) return nullptr;
+  }
 }
 
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
@@ -202,8 +225,7 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out, std::vec
   auto consider = [&](int32_t pos) {
     int32_t next = syms[pos].next;
     if (next < 0) return;
-    auto it = merges_.find(pair_key(syms[pos].id, syms[next].id));
-    if (it != merges_.end()) heap.push({it->second.first, pos, it->second.second});
+    if (const MergeSlot* m = find_merge(pair_key(syms[pos].id, syms[next].id))) heap.push({m->rank, pos, m->result});
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) consider(i);
 
@@ -213,8 +235,8 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out, std::vec
     Symbol& left = syms[top.pos];
     if (!left.alive || left.next < 0) continue;
     // The pair may have changed since this candidate was queued; only a still-valid merge applies.
-    auto it = merges_.find(pair_key(left.id, syms[left.next].id));
-    if (it == merges_.end() || it->second.second != top.result || it->second.first != top.rank) continue;
+    const MergeSlot* m = find_merge(pair_key(left.id, syms[left.next].id));
+    if (!m || m->result != top.result || m->rank != top.rank) continue;
     Symbol& right = syms[left.next];
     right.alive = false;
     left.id = top.result;

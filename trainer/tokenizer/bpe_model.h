@@ -54,7 +54,17 @@ class BpeModel {
   void merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
 
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, result)
+  // (left, right) -> (rank, result): an open-addressing table (linear probing, at most half full), since the
+  // lookups of the merge loop are most of a first pass and a node-based map costs a cache miss per step.
+  struct MergeSlot {
+    uint64_t key = kEmptyKey;
+    int32_t rank = 0;
+    int32_t result = 0;
+  };
+  static constexpr uint64_t kEmptyKey = ~0ull;  // ids are below 2^24, so no pair has this key
+  std::vector<MergeSlot> merges_;
+  uint64_t merge_mask_ = 0;
+  const MergeSlot* find_merge(uint64_t key) const;
   // Character models merge a whole text at once (no pre-tokenizer splits Gemma's or Llama 2's text), which is
   // slow and never cached. A merge result is a vocabulary token, so a "▁" can only ever join the character
   // before it if some token holds that character followed by "▁" (Gemma: only ">" in ">▁</"). The text is
