@@ -3,6 +3,8 @@
 //   snapshot_bench generate DIR TOTAL_MB FILES [SEED]
 //   snapshot_bench snapshot ROOT CACHE_DIR
 //     prints "<seconds> <scan_seconds> <files> <bytes> <archive_bytes> <reused> <sha256> <cpu_seconds>"
+//   snapshot_bench unpack ARCHIVE DEST
+//     prints "<seconds> <cpu_seconds>" of unpack_snapshot (what a node's agent does before its command)
 // cpu_seconds is user + system time of every thread (zstd's workers included).
 #include <sys/resource.h>
 
@@ -110,6 +112,21 @@ int snapshot(const std::string& root, const std::string& cache) {
   return 0;
 }
 
+double cpu_seconds() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+int unpack(const std::string& archive, const std::string& dest) {
+  double c0 = cpu_seconds();
+  auto t0 = Clock::now();
+  air::unpack_snapshot(archive, dest);
+  std::printf("%.4f %.4f\n", seconds_since(t0), cpu_seconds() - c0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,10 +136,11 @@ int main(int argc, char** argv) {
       return generate(argv[2], std::atof(argv[3]), std::strtoull(argv[4], nullptr, 10),
                       argc == 6 ? std::strtoull(argv[5], nullptr, 10) : 1);
     if (mode == "snapshot" && argc == 4) return snapshot(argv[2], argv[3]);
+    if (mode == "unpack" && argc == 4) return unpack(argv[2], argv[3]);
   } catch (const air::Error& e) {
     std::fprintf(stderr, "snapshot_bench: error: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: snapshot_bench generate DIR TOTAL_MB FILES [SEED] | snapshot ROOT CACHE_DIR\n");
+  std::fprintf(stderr, "usage: snapshot_bench generate DIR TOTAL_MB FILES [SEED] | snapshot ROOT CACHE_DIR | unpack ARCHIVE DEST\n");
   return 2;
 }

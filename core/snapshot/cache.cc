@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when anything that changes the archive's bytes changes (format, compression settings).
-constexpr const char* kFormatTag = "air-snapshot v1 pax-restricted zstd-1\n";
+constexpr const char* kFormatTag = "air-snapshot v2 ustar zstd-1 frames-2MiB\n";
 // A file modified this close to the scan may change again within the same mtime tick, unseen by the
 // fingerprint (git's "racy clean" problem): a tree with such files is archived but not remembered.
 // (ctime is in the fingerprint too, but any content change also moves mtime, so mtime decides.)

@@ -65,9 +65,12 @@ struct SnapshotArchive {
 };
 
 // Writes a deterministic archive of the manifest's files (sorted entries, fixed mtime/owner/mode bits) to
-// out_path. The same tree always gives the same bytes and digest.
+// out_path. The same tree always gives the same bytes and digest, on any number of cores.
 // The archive holds the files at its root (no top-level folder), in path order, mtime 0, uid/gid 0, no
-// owner names, modes 0644/0755, symlinks as symlinks; no directory entries. Compressed with zstd.
+// owner names, modes 0644/0755, symlinks as symlinks; no directory entries: a ustar stream (pax records
+// only for long or non-ASCII names and sizes of 8 GiB or more), compressed with zstd (level 1, one frame per
+// 2 MiB of tar stream, compressed on several threads). Archives written by earlier versions (libarchive's
+// pax-restricted zstd, one frame) unpack the same way.
 // Written to a temporary file next to out_path and renamed: never a half-written archive.
 SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path);
 
@@ -76,6 +79,11 @@ SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::str
 using SnapshotProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
 SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path,
                                        const SnapshotProgress& progress);
+// threads: compressor threads (0 = snapshot_threads()); the bytes do not depend on it (tests pass 1, 2 and 8).
+SnapshotArchive write_snapshot_archive(const SnapshotManifest& m, const std::string& out_path,
+                                       const SnapshotProgress& progress, int threads);
+// The CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets), 1 to 16.
+int snapshot_threads();
 
 // A digest of the scanned tree's metadata (paths, sizes, modes, link targets, mtime/ctime, inodes): equal
 // fingerprints mean the archive would be the same, without reading a byte of content.
