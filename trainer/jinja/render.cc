@@ -96,8 +96,13 @@ std::string Evaluator::capture(const Body& body) {
 }
 
 void Evaluator::output(const Value& v, const Expr& at) {
-  if (v.is_string()) *out_ += v.as_string();
-  else py_str(v, *out_);
+  if (v.is_string()) {
+    *out_ += v.as_string();
+    return;
+  }
+  if (v.kind() == Value::Kind::kGenerator)
+    error(at, "printing a " + std::string(v.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
+  py_str(v, *out_);
 }
 
 Evaluator::Flow Evaluator::exec(const Stmt& s) {
@@ -335,6 +340,8 @@ Value Evaluator::eval(const Expr& e) {
       std::string s;
       for (const ExprPtr& a : e.args) {
         Value v = eval(*a);
+        if (v.kind() == Value::Kind::kGenerator)
+          error(*a, "printing a " + std::string(v.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
         py_str(v, s);
       }
       return Value::string(std::move(s));
@@ -551,6 +558,13 @@ bool contains(const Value& haystack, const Value& needle, std::string* why) {
       return false;
     case Value::Kind::kDict: return haystack.as_dict().find(needle) != nullptr;
     case Value::Kind::kUndefined: return false;
+    case Value::Kind::kGenerator: {  // consumes up to the match
+      Generator& g = haystack.as_generator();
+      if (g.error) throw *g.error;
+      while (g.cursor < g.items.size())
+        if (py_equal(g.items[g.cursor++], needle)) return true;
+      return false;
+    }
     default:
       *why = "argument of type '" + std::string(haystack.type_name()) + "' is not iterable";
       return false;
