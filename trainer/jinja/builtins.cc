@@ -1346,6 +1346,7 @@ Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Valu
       for (; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i) {
         n = n * 10 + (fmt[i] - '0');
         any = true;
+        if (n > 100000) error(at, "a % format width or precision above 100000", Error::Kind::kUnsupported);
       }
       if (any) *out_n = n;
       return any;
@@ -1392,20 +1393,21 @@ Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Valu
         error(at, std::string("%") + conv + " format: a " + (std::strchr("xXo", conv) ? "integer" : "real number") +
                       " is required, not " + std::string(v.type_name()));
       }
-      char spec[16], buf[512];
+      char spec[16];
+      std::vector<char> buf(static_cast<size_t>(std::max(precision, 0)) + 400);  // %f of 1e308 has 309 digits
       if (std::strchr("diu", conv) || std::strchr("xXo", conv)) {
         if (std::strchr("xXo", conv) && v.kind() == Value::Kind::kFloat)
           error(at, std::string("%") + conv + " format: an integer is required, not float");
         long long n = v.kind() == Value::Kind::kFloat ? to_int(at, v.as_float()).as_int() : v.as_int();
         std::snprintf(spec, sizeof spec, "%%%s%s%s", plus ? "+" : (space ? " " : ""),
                       precision >= 0 ? ".*" : "", std::strchr("diu", conv) ? "lld" : (conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo"));
-        if (precision >= 0) std::snprintf(buf, sizeof buf, spec, precision, n);
-        else std::snprintf(buf, sizeof buf, spec, n);
+        if (precision >= 0) std::snprintf(buf.data(), buf.size(), spec, precision, n);
+        else std::snprintf(buf.data(), buf.size(), spec, n);
       } else {
         std::snprintf(spec, sizeof spec, "%%%s.*%c", plus ? "+" : (space ? " " : ""), conv);
-        std::snprintf(buf, sizeof buf, spec, precision >= 0 ? precision : 6, v.as_float());
+        std::snprintf(buf.data(), buf.size(), spec, precision >= 0 ? precision : 6, v.as_float());
       }
-      body = buf;
+      body = buf.data();
     }
     size_t len = cp_count(body);
     if (static_cast<size_t>(width) > len) {
