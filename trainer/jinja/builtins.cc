@@ -1024,10 +1024,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
         Value x = a.has(0) && !a[0].is_none() ? attribute_path(*this, e, v, py_str(a[0])) : v;
         if (!x.is_number() || !total.is_number()) error(e, "unsupported operand type(s) for +: '" + std::string(total.type_name()) + "' and '" + std::string(x.type_name()) + "'");
         if (x.kind() == Value::Kind::kFloat || total.kind() == Value::Kind::kFloat) total = Value::number(total.as_float() + x.as_float());
-        else {
-          int64_t r;
-          total = checked_add(e, total.as_int(), x.as_int());
-        }
+        else total = checked_add(e, total.as_int(), x.as_int());
       }
       return total;
     }
