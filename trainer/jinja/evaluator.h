@@ -18,6 +18,7 @@ class Evaluator {
 
   // Used by the builtins (builtins.cc).
   Value eval(const Expr& e);
+  const Value* eval_ref(const Expr& e, Value& tmp);
   [[noreturn]] void error(const Expr& at, const std::string& what, Error::Kind kind = Error::Kind::kRuntime) const;
   // Raises jinja2's UndefinedError for `v` at `at` when v is undefined.
   void require_defined(const Value& v, const Expr& at) const;
