@@ -581,6 +581,13 @@ Value Evaluator::get_item(const Value& obj, const Value& key, const Expr& at) {
 std::shared_ptr<const List> Evaluator::iterate(const Value& v, const Expr& at) {
   switch (v.kind()) {
     case Value::Kind::kList: return std::shared_ptr<const List>(std::shared_ptr<const List>{}, &v.as_list());
+    case Value::Kind::kGenerator: {  // one pass: what is left, then nothing
+      Generator& g = v.as_generator();
+      if (g.error) throw *g.error;
+      auto rest = std::make_shared<const List>(g.items.begin() + static_cast<std::ptrdiff_t>(g.cursor), g.items.end());
+      g.cursor = g.items.size();
+      return rest;
+    }
     case Value::Kind::kUndefined: return std::make_shared<const List>();
     case Value::Kind::kDict: {
       List keys;
@@ -603,6 +610,17 @@ std::shared_ptr<const List> Evaluator::iterate(const Value& v, const Expr& at) {
 }
 
 // ---- filters ----
+
+// A generator filter's work: its result, or the error it meets, kept for when the generator is consumed.
+Value Evaluator::lazy(const std::function<List()>& work) {
+  try {
+    return Value::generator(work());
+  } catch (const Error& err) {
+    Value g = Value::generator(List{});
+    g.as_generator().error = std::make_shared<Error>(err);
+    return g;
+  }
+}
 
 Value Evaluator::to_int(const Expr& at, double d) {
   if (std::isnan(d)) error(at, "cannot convert float NaN to integer");
@@ -630,6 +648,15 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       break;
     default: break;
   }
+  switch (f) {  // filters that take str() of their input: a generator's str() is its address
+    case Filter::kTrim: case Filter::kUpper: case Filter::kLower: case Filter::kTitle: case Filter::kCapitalize:
+    case Filter::kReplace: case Filter::kIndent: case Filter::kCenter: case Filter::kWordcount: case Filter::kString:
+      if (input.kind() == Value::Kind::kGenerator)
+        error(e, "the str() of a " + std::string(input.type_name()) + " (jinja2 prints its address; add |list)",
+              Error::Kind::kUnsupported);
+      break;
+    default: break;
+  }
   switch (f) {
     case Filter::kTrim: {
       Args a = args({"chars"});
@@ -642,7 +669,10 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     case Filter::kLower: return Value::string(lower_case(py_str(input)));
     case Filter::kCapitalize: return Value::string(py_capitalize(py_str(input)));
     case Filter::kTitle: return Value::string(jinja_title(py_str(input)));
-    case Filter::kString: return str_value(input);
+    case Filter::kString:
+      if (input.kind() == Value::Kind::kGenerator)
+        error(e, "printing a " + std::string(input.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
+      return str_value(input);
     case Filter::kSafe: return input;
     case Filter::kReplace: {
       Args a = args({"old", "new", "count"});
@@ -674,12 +704,19 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       return Value::string(std::move(out));
     }
     case Filter::kFirst: {
+      if (input.kind() == Value::Kind::kGenerator) {  // next(): takes one item
+        Generator& g = input.as_generator();
+        if (g.error) throw *g.error;
+        if (g.cursor >= g.items.size()) return Value::undefined("No first item, sequence was empty.");
+        return g.items[g.cursor++];
+      }
       auto items = iterate(input, e);
       if (items->empty()) return Value::undefined("No first item, sequence was empty.");
       return items->front();
     }
     case Filter::kLast: {
-      if (input.is_dict()) error(e, "'dict' object is not reversible");
+      if (input.kind() == Value::Kind::kGenerator)
+        error(e, "'" + std::string(input.type_name()) + "' object is not reversible");
       auto items = iterate(input, e);
       if (items->empty()) return Value::undefined("No last item, sequence was empty.");
       return items->back();
@@ -692,16 +729,20 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
         for (auto it = items->rbegin(); it != items->rend(); ++it) out += it->as_string();
         return Value::string(std::move(out));
       }
+      // reversed(): an iterator over a list's items or a dict's keys; a generator is first made a list.
+      bool iterator = input.is_list() || input.is_dict();
       auto items = iterate(input, e);
-      return Value::list(List(items->rbegin(), items->rend()));
+      List reversed(items->rbegin(), items->rend());
+      if (!iterator) return Value::list(std::move(reversed));
+      return Value::generator(std::move(reversed), input.is_dict() ? "dict_reversekeyiterator" : "list_reverseiterator");
     }
-    case Filter::kItems: {
-      if (input.is_undefined()) return Value::list(List{});
-      if (!input.is_dict()) error(e, "Can only get item pairs from a mapping.");
+    case Filter::kItems: return lazy([&] {
       List out;
+      if (input.is_undefined()) return out;
+      if (!input.is_dict()) error(e, "Can only get item pairs from a mapping.");
       for (const auto& [k, v] : input.as_dict().items) out.push_back(Value::tuple(List{k, v}));
-      return Value::list(std::move(out));
-    }
+      return out;
+    });
     case Filter::kDictsort: {
       Args a = args({"case_sensitive", "by", "reverse"});
       if (!input.is_dict()) error(e, "dictsort needs a mapping");
@@ -736,7 +777,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       }
       return Value::list(std::move(out));
     }
-    case Filter::kUnique: {
+    case Filter::kUnique: return lazy([&] {
       Args a = args({"case_sensitive", "attribute"});
       auto items = iterate(input, e);
       bool cs = a.has(0) && a[0].truthy();
@@ -754,27 +795,37 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
           out.push_back(v);
         }
       }
-      return Value::list(std::move(out));
-    }
+      return out;
+    });
     case Filter::kMap: {
-      auto items = iterate(input, e);
-      List out;
+      // The arguments now; the work when the generator is consumed (jinja2's generators fail late).
       if (!e.kwargs.empty() && e.kwargs[0].first == "attribute") {
         Args a = args({"attribute", "default"});
-        std::string attr = py_str(a[0]);
-        for (const Value& v : *items) {
-          Value r = attribute_path(*this, e, v, attr);
-          if (r.is_undefined() && a.has(1)) r = a[1];
-          out.push_back(r);
-        }
-        return Value::list(std::move(out));
+        return lazy([&] {
+          List out;
+          if (!input.truthy()) return out;
+          std::string attr = py_str(a[0]);
+          auto items = iterate(input, e);  // kept alive for the loop
+          for (const Value& v : *items) {
+            Value r = attribute_path(*this, e, v, attr);
+            if (r.is_undefined() && a.has(1)) r = a[1];
+            out.push_back(r);
+          }
+          return out;
+        });
       }
-      if (e.args.size() < 2) error(e, "map needs a filter name or attribute=");
-      Value name = eval(*e.args[1]);
       std::vector<Value> rest;
-      for (size_t i = 2; i < e.args.size(); ++i) rest.push_back(eval(*e.args[i]));
-      for (const Value& v : *items) out.push_back(call_filter_named(e, py_str(name), v, rest));
-      return Value::list(std::move(out));
+      for (size_t i = 1; i < e.args.size(); ++i) rest.push_back(eval(*e.args[i]));
+      return lazy([&] {
+        List out;
+        if (!input.truthy()) return out;
+        if (rest.empty()) error(e, "map requires a filter argument");
+        Value name = rest[0];
+        std::vector<Value> more(rest.begin() + 1, rest.end());
+        auto items = iterate(input, e);  // kept alive for the loop
+        for (const Value& v : *items) out.push_back(call_filter_named(e, py_str(name), v, more));
+        return out;
+      });
     }
     case Filter::kSelect:
     case Filter::kReject:
@@ -782,29 +833,34 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
     case Filter::kRejectattr: {
       bool by_attr = f == Filter::kSelectattr || f == Filter::kRejectattr;
       bool want = f == Filter::kSelect || f == Filter::kSelectattr;
-      auto items = iterate(input, e);
-      size_t i = 1;
-      std::string attr;
-      if (by_attr) {
-        if (e.args.size() < 2) error(e, "Missing parameter for attribute name");
-        attr = py_str(eval(*e.args[1]));
-        i = 2;
-      }
-      int test = -1;
-      std::vector<Value> targs;
-      if (i < e.args.size()) {
-        std::string tname = py_str(eval(*e.args[i]));
-        test = find_test(tname);
-        if (test < 0) error(e, "No test named '" + tname + "'.");
-        for (size_t k = i + 1; k < e.args.size(); ++k) targs.push_back(eval(*e.args[k]));
-      }
-      List out;
-      for (const Value& v : *items) {
-        Value x = by_attr ? attribute_path(*this, e, v, attr) : v;
-        bool r = test < 0 ? x.truthy() : call_test(e, test, x, targs);
-        if (r == want) out.push_back(v);
-      }
-      return Value::list(std::move(out));
+      std::vector<Value> given;
+      for (size_t i = 1; i < e.args.size(); ++i) given.push_back(eval(*e.args[i]));
+      return lazy([&] {
+        List out;
+        if (!input.truthy()) return out;
+        size_t i = 0;
+        std::string attr;
+        if (by_attr) {
+          if (given.empty()) error(e, "Missing parameter for attribute name");
+          attr = py_str(given[0]);
+          i = 1;
+        }
+        int test = -1;
+        std::vector<Value> targs;
+        if (i < given.size()) {
+          std::string tname = py_str(given[i]);
+          test = find_test(tname);
+          if (test < 0) error(e, "No test named '" + tname + "'.");
+          targs.assign(given.begin() + static_cast<std::ptrdiff_t>(i) + 1, given.end());
+        }
+        auto items = iterate(input, e);  // kept alive for the loop
+        for (const Value& v : *items) {
+          Value x = by_attr ? attribute_path(*this, e, v, attr) : v;
+          bool r = test < 0 ? x.truthy() : call_test(e, test, x, targs);
+          if (r == want) out.push_back(v);
+        }
+        return out;
+      });
     }
     case Filter::kTojson: {
       // transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
@@ -829,6 +885,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       return Value::string(std::move(out));
     }
     case Filter::kInt: {
+      require_defined(input, e);  // int(Undefined) raises
       Args a = args({"default", "base"});
       Value def = a.has(0) ? a[0] : Value::integer(0);
       if (input.kind() == Value::Kind::kFloat) {
@@ -852,6 +909,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       return def;
     }
     case Filter::kFloat: {
+      require_defined(input, e);
       Args a = args({"default"});
       Value def = a.has(0) ? a[0] : Value::number(0.0);
       if (input.is_number()) return Value::number(input.as_float());
@@ -942,7 +1000,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
       }
       return Value::integer(n);
     }
-    case Filter::kBatch: {
+    case Filter::kBatch: return lazy([&] {
       Args a = args({"linecount", "fill_with"});
       int64_t n = int_arg(*this, e, a[0], "batch");
       if (n <= 0) error(e, "batch size must be positive");
@@ -956,8 +1014,8 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
         if (a.has(1)) while (static_cast<int64_t>(cur.size()) < n) cur.push_back(a[1]);
         out.push_back(Value::list(std::move(cur)));
       }
-      return Value::list(std::move(out));
-    }
+      return out;
+    });
     case Filter::kSum: {
       Args a = args({"attribute", "start"});
       Value total = a.has(1) ? a[1] : Value::integer(0);
@@ -966,10 +1024,7 @@ Value Evaluator::call_filter(const Expr& e, const Value& input) {
         Value x = a.has(0) && !a[0].is_none() ? attribute_path(*this, e, v, py_str(a[0])) : v;
         if (!x.is_number() || !total.is_number()) error(e, "unsupported operand type(s) for +: '" + std::string(total.type_name()) + "' and '" + std::string(x.type_name()) + "'");
         if (x.kind() == Value::Kind::kFloat || total.kind() == Value::Kind::kFloat) total = Value::number(total.as_float() + x.as_float());
-        else {
-          int64_t r;
-          total = checked_add(e, total.as_int(), x.as_int());
-        }
+        else total = checked_add(e, total.as_int(), x.as_int());
       }
       return total;
     }
@@ -1049,7 +1104,8 @@ bool Evaluator::call_test(const Expr& at, int test, const Value& v, const std::v
     case Test::kFloat: return v.kind() == K::kFloat;
     case Test::kMapping: return v.is_dict();
     case Test::kSequence: return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
-    case Test::kIterable: return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+    case Test::kIterable:
+      return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.kind() == K::kGenerator;
     case Test::kCallable: return v.kind() == K::kCallable;
     case Test::kEscaped: return false;
     case Test::kEq: case Test::kEqualto: return py_equal(v, arg(0));
@@ -1068,10 +1124,12 @@ bool Evaluator::call_test(const Expr& at, int test, const Value& v, const std::v
     case Test::kDivisibleby: {
       require_defined(v, at);
       if (!v.is_number()) error(at, "unsupported operand type(s) for %: '" + std::string(v.type_name()) + "' and 'int'");
+      // Python: value % 2 == 1 (odd), value % 2 == 0 (even), value % num == 0, with Python's modulo sign.
       double d = static_cast<Test>(test) == Test::kDivisibleby ? arg(0).as_float() : 2.0;
       if (d == 0) error(at, "integer division or modulo by zero");
       double r = std::fmod(v.as_float(), d);
-      if (static_cast<Test>(test) == Test::kOdd) return r != 0;
+      if (r != 0 && ((r < 0) != (d < 0))) r += d;
+      if (static_cast<Test>(test) == Test::kOdd) return r == 1;
       return r == 0;
     }
     case Test::kLower:
@@ -1285,6 +1343,7 @@ Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Valu
       for (; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i) {
         n = n * 10 + (fmt[i] - '0');
         any = true;
+        if (n > 100000) error(at, "a % format width or precision above 100000", Error::Kind::kUnsupported);
       }
       if (any) *out_n = n;
       return any;
@@ -1331,20 +1390,21 @@ Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Valu
         error(at, std::string("%") + conv + " format: a " + (std::strchr("xXo", conv) ? "integer" : "real number") +
                       " is required, not " + std::string(v.type_name()));
       }
-      char spec[16], buf[512];
+      char spec[16];
+      std::vector<char> buf(static_cast<size_t>(std::max(precision, 0)) + 400);  // %f of 1e308 has 309 digits
       if (std::strchr("diu", conv) || std::strchr("xXo", conv)) {
         if (std::strchr("xXo", conv) && v.kind() == Value::Kind::kFloat)
           error(at, std::string("%") + conv + " format: an integer is required, not float");
         long long n = v.kind() == Value::Kind::kFloat ? to_int(at, v.as_float()).as_int() : v.as_int();
         std::snprintf(spec, sizeof spec, "%%%s%s%s", plus ? "+" : (space ? " " : ""),
                       precision >= 0 ? ".*" : "", std::strchr("diu", conv) ? "lld" : (conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo"));
-        if (precision >= 0) std::snprintf(buf, sizeof buf, spec, precision, n);
-        else std::snprintf(buf, sizeof buf, spec, n);
+        if (precision >= 0) std::snprintf(buf.data(), buf.size(), spec, precision, n);
+        else std::snprintf(buf.data(), buf.size(), spec, n);
       } else {
         std::snprintf(spec, sizeof spec, "%%%s.*%c", plus ? "+" : (space ? " " : ""), conv);
-        std::snprintf(buf, sizeof buf, spec, precision >= 0 ? precision : 6, v.as_float());
+        std::snprintf(buf.data(), buf.size(), spec, precision >= 0 ? precision : 6, v.as_float());
       }
-      body = buf;
+      body = buf.data();
     }
     size_t len = cp_count(body);
     if (static_cast<size_t>(width) > len) {
@@ -1360,7 +1420,9 @@ Value Evaluator::format_percent(const Expr& at, std::string_view fmt, const Valu
     out += body;
     (void)start;
   }
-  if (next < items->size() && !(args.is_dict() && next == 0)) error(at, "not all arguments converted during string formatting");
+  // Python skips this check when the single argument has __getitem__ (a list or dict, not a str).
+  bool mapping_like = !args.is_tuple() && (args.is_list() || args.is_dict());
+  if (next < items->size() && !mapping_like) error(at, "not all arguments converted during string formatting");
   return Value::string(std::move(out));
 }
 

@@ -1,6 +1,7 @@
 // One render of a parsed template: variables in slots (scopes undo their assignments on exit, as jinja2's
 // loop bodies, macros and call blocks do), the output buffer, the {% generation %} spans.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ class Evaluator {
 
   // Used by the builtins (builtins.cc).
   Value eval(const Expr& e);
+  const Value* eval_ref(const Expr& e, Value& tmp);
   [[noreturn]] void error(const Expr& at, const std::string& what, Error::Kind kind = Error::Kind::kRuntime) const;
   // Raises jinja2's UndefinedError for `v` at `at` when v is undefined.
   void require_defined(const Value& v, const Expr& at) const;
@@ -47,7 +49,8 @@ class Evaluator {
   Value checked_add(const Expr& e, int64_t a, int64_t b);
   Value checked_sub(const Expr& e, int64_t a, int64_t b);
   Value checked_mul(const Expr& e, int64_t a, int64_t b);
-  Value to_int(const Expr& at, double d);  // Python's int(float), within 64 bits
+  Value to_int(const Expr& at, double d);
+  Value lazy(const std::function<List()>& work);  // Python's int(float), within 64 bits
   bool eval_add_chain(const Expr& e, Value* result, std::string* direct);
   Value eval_compare(const Expr& e);
   Value eval_call(const Expr& e);

@@ -672,7 +672,7 @@ class Parser {
       if (!end()) parts[n] = parse_expression(true);
     }
     if (!slice) {
-      if (!parts[0]) error(cur(), "Expected an expression, got " + describe(cur()));
+      if (!parts[0]) parts[0] = node(Expr::Kind::kTuple, cur());  // x[] is x[()]
       if (cur().is_op(",")) {
         // x[a, b]: the key is the tuple (a, b).
         auto key = node(Expr::Kind::kTuple, cur());

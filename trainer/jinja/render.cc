@@ -96,8 +96,13 @@ std::string Evaluator::capture(const Body& body) {
 }
 
 void Evaluator::output(const Value& v, const Expr& at) {
-  if (v.is_string()) *out_ += v.as_string();
-  else py_str(v, *out_);
+  if (v.is_string()) {
+    *out_ += v.as_string();
+    return;
+  }
+  if (v.kind() == Value::Kind::kGenerator)
+    error(at, "printing a " + std::string(v.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
+  py_str(v, *out_);
 }
 
 Evaluator::Flow Evaluator::exec(const Stmt& s) {
@@ -110,12 +115,16 @@ Evaluator::Flow Evaluator::exec(const Stmt& s) {
         if (!eval_add_chain(e, &v, out_)) output(v, e);
         return Flow::kNormal;
       }
-      output(eval(e), e);
+      Value tmp;
+      output(*eval_ref(e, tmp), e);
       return Flow::kNormal;
     }
     case Stmt::Kind::kIf:
       for (size_t i = 0; i < s.bodies.size(); ++i) {
-        if (i < s.conditions.size() && !eval(*s.conditions[i]).truthy()) continue;
+        if (i < s.conditions.size()) {
+          Value tmp;
+          if (!eval_ref(*s.conditions[i], tmp)->truthy()) continue;
+        }
         return exec(s.bodies[i]);
       }
       return Flow::kNormal;
@@ -258,25 +267,20 @@ Value Evaluator::eval(const Expr& e) {
       if (v.is_unset()) return Value::missing(e.name, Value::Kind::kUndefined);
       return v;
     }
-    case Expr::Kind::kAttr: {
-      Value obj = eval(*e.args[0]);
-      require_defined(obj, e);
-      if (obj.is_dict() && e.negated)
-        error(e, "'" + e.name + "' names a dict method (jinja2 would give the method object, not the key)",
-              Error::Kind::kUnsupported);
-      return get_attr(obj, e.name);
-    }
+    case Expr::Kind::kAttr:
     case Expr::Kind::kItem: {
-      Value obj = eval(*e.args[0]);
-      Value key = eval(*e.args[1]);
-      require_defined(obj, e);
-      return get_item(obj, key, e);
+      Value tmp;
+      return *eval_ref(e, tmp);
     }
     case Expr::Kind::kSlice: return eval_slice(e);
     case Expr::Kind::kCall: return eval_call(e);
-    case Expr::Kind::kFilter: return call_filter(e, eval(*e.args[0]));
+    case Expr::Kind::kFilter: {
+      Value tmp;
+      return call_filter(e, *eval_ref(*e.args[0], tmp));
+    }
     case Expr::Kind::kTest: {
-      Value v = eval(*e.args[0]);
+      Value tmp;
+      const Value& v = *eval_ref(*e.args[0], tmp);
       std::vector<Value> args;
       for (size_t i = 1; i < e.args.size(); ++i) args.push_back(eval(*e.args[i]));
       bool r = call_test(e, e.slot, v, args);
@@ -335,6 +339,8 @@ Value Evaluator::eval(const Expr& e) {
       std::string s;
       for (const ExprPtr& a : e.args) {
         Value v = eval(*a);
+        if (v.kind() == Value::Kind::kGenerator)
+          error(*a, "printing a " + std::string(v.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
         py_str(v, s);
       }
       return Value::string(std::move(s));
@@ -551,6 +557,13 @@ bool contains(const Value& haystack, const Value& needle, std::string* why) {
       return false;
     case Value::Kind::kDict: return haystack.as_dict().find(needle) != nullptr;
     case Value::Kind::kUndefined: return false;
+    case Value::Kind::kGenerator: {  // consumes up to the match
+      Generator& g = haystack.as_generator();
+      if (g.error) throw *g.error;
+      while (g.cursor < g.items.size())
+        if (py_equal(g.items[g.cursor++], needle)) return true;
+      return false;
+    }
     default:
       *why = "argument of type '" + std::string(haystack.type_name()) + "' is not iterable";
       return false;
@@ -566,10 +579,64 @@ bool value_in(Evaluator& ev, const Expr& at, const Value& needle, const Value& h
   return r;
 }
 
+// A variable, a literal, or a key / index inside a dict or list held by one, without copying the value
+// (no reference-count traffic); anything else is evaluated into `tmp`. The pointer is good until the
+// next assignment (nothing in an expression assigns to what it points into: dicts and lists are immutable).
+const Value* Evaluator::eval_ref(const Expr& e, Value& tmp) {
+  switch (e.kind) {
+    case Expr::Kind::kLiteral: return &e.literal;
+    case Expr::Kind::kName: {
+      const Value& v = slots_[e.slot];
+      if (!v.is_unset()) return &v;
+      tmp = Value::missing(e.name, Value::Kind::kUndefined);
+      return &tmp;
+    }
+    case Expr::Kind::kAttr: {
+      Value base_tmp;
+      const Value* obj = eval_ref(*e.args[0], base_tmp);
+      require_defined(*obj, e);
+      if (obj->is_dict()) {
+        if (e.negated)
+          error(e, "'" + e.name + "' names a dict method (jinja2 would give the method object, not the key)",
+                Error::Kind::kUnsupported);
+        const Value* v = obj->as_dict().find(e.name);
+        if (v && obj != &base_tmp) return v;
+        tmp = v ? *v : Value::missing(e.name, Value::Kind::kDict);
+        return &tmp;
+      }
+      tmp = get_attr(*obj, e.name);
+      return &tmp;
+    }
+    case Expr::Kind::kItem: {
+      Value base_tmp, key_tmp;
+      const Value* obj = eval_ref(*e.args[0], base_tmp);
+      const Value* key = eval_ref(*e.args[1], key_tmp);
+      require_defined(*obj, e);
+      if (obj != &base_tmp) {
+        if (obj->is_dict()) {
+          if (const Value* v = obj->as_dict().find(*key)) return v;
+        } else if (obj->is_list() && key->kind() == Value::Kind::kInt) {
+          const List& l = obj->as_list();
+          int64_t i = key->as_int() < 0 ? key->as_int() + static_cast<int64_t>(l.size()) : key->as_int();
+          if (i >= 0 && i < static_cast<int64_t>(l.size())) return &l[i];
+        }
+      }
+      tmp = get_item(*obj, *key, e);
+      return &tmp;
+    }
+    default:
+      tmp = eval(e);
+      return &tmp;
+  }
+}
+
 Value Evaluator::eval_compare(const Expr& e) {
-  Value left = eval(*e.args[0]);
+  Value left_tmp, right_tmp;
+  const Value* left_ptr = eval_ref(*e.args[0], left_tmp);
   for (size_t i = 0; i < e.ops.size(); ++i) {
-    Value right = eval(*e.args[i + 1]);
+    const Value* right_ptr = eval_ref(*e.args[i + 1], right_tmp);
+    const Value& left = *left_ptr;
+    const Value& right = *right_ptr;
     bool r;
     switch (e.ops[i]) {
       case Expr::Op::kEq: r = py_equal(left, right); break;
@@ -588,7 +655,10 @@ Value Evaluator::eval_compare(const Expr& e) {
       }
     }
     if (!r) return Value::boolean(false);
-    left = std::move(right);
+    if (i + 1 < e.ops.size()) {
+      left_tmp = right;
+      left_ptr = &left_tmp;
+    }
   }
   return Value::boolean(true);
 }

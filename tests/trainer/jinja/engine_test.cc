@@ -93,6 +93,7 @@ TEST_CASE("string, dict and list methods") { check_group("methods"); }
 TEST_CASE("raise_exception, strftime_now and runtime errors") { check_group("errors"); }
 TEST_CASE("generation blocks record byte spans") { check_group("generation"); }
 TEST_CASE("printf-style formatting, tuples, case mapping beyond ASCII") { check_group("format"); }
+TEST_CASE("generators: always true, one pass, errors when consumed") { check_group("generators"); }
 
 TEST_CASE("errors name the template's line and column, with the line and a caret") {
   CHECK(error_of("a\n{% if x %}\n{{ x | nofilter }}{% endif %}") ==
