@@ -1,6 +1,7 @@
 // One render of a parsed template: variables in slots (scopes undo their assignments on exit, as jinja2's
 // loop bodies, macros and call blocks do), the output buffer, the {% generation %} spans.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ class Evaluator {
   bool call_test(const Expr& at, int test, const Value& v, const std::vector<Value>& args);
   Value call_method(const Expr& call, const Value& object, const std::string& method);
   Value call_global(const Expr& call, int global);
+  Value format_percent(const Expr& at, std::string_view fmt, const Value& args);
   Value call_macro(const Expr& call, const Callable& macro);
   Value get_attr(const Value& obj, std::string_view name);
   Value get_item(const Value& obj, const Value& key, const Expr& at);
@@ -42,6 +44,12 @@ class Evaluator {
   void close_scope(size_t mark);
   Value eval_binary(const Expr& e);
   Value binary_op(const Expr& e, Value a, Value b);
+  Value checked(const Expr& e, bool overflowed, int64_t v);
+  Value checked_add(const Expr& e, int64_t a, int64_t b);
+  Value checked_sub(const Expr& e, int64_t a, int64_t b);
+  Value checked_mul(const Expr& e, int64_t a, int64_t b);
+  Value to_int(const Expr& at, double d);
+  Value lazy(const std::function<List()>& work);  // Python's int(float), within 64 bits
   bool eval_add_chain(const Expr& e, Value* result, std::string* direct);
   Value eval_compare(const Expr& e);
   Value eval_call(const Expr& e);

@@ -672,7 +672,18 @@ class Parser {
       if (!end()) parts[n] = parse_expression(true);
     }
     if (!slice) {
-      if (cur().is_op(",")) error(cur(), "tuple subscripts", Error::Kind::kUnsupported);
+      if (!parts[0]) parts[0] = node(Expr::Kind::kTuple, cur());  // x[] is x[()]
+      if (cur().is_op(",")) {
+        // x[a, b]: the key is the tuple (a, b).
+        auto key = node(Expr::Kind::kTuple, cur());
+        key->args.push_back(std::move(parts[0]));
+        while (cur().is_op(",")) {
+          next();
+          if (cur().is_op("]")) break;
+          key->args.push_back(parse_expression(true));
+        }
+        parts[0] = std::move(key);
+      }
       auto e = node(Expr::Kind::kItem, at);
       e->args.push_back(std::move(target));
       e->args.push_back(std::move(parts[0]));

@@ -96,8 +96,13 @@ std::string Evaluator::capture(const Body& body) {
 }
 
 void Evaluator::output(const Value& v, const Expr& at) {
-  if (v.is_string()) *out_ += v.as_string();
-  else py_str(v, *out_);
+  if (v.is_string()) {
+    *out_ += v.as_string();
+    return;
+  }
+  if (v.kind() == Value::Kind::kGenerator)
+    error(at, "printing a " + std::string(v.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
+  py_str(v, *out_);
 }
 
 Evaluator::Flow Evaluator::exec(const Stmt& s) {
@@ -287,7 +292,10 @@ Value Evaluator::eval(const Expr& e) {
       Value v = eval(*e.args[0]);
       require_defined(v, e);
       if (v.kind() == Value::Kind::kFloat) return Value::number(e.kind == Expr::Kind::kNeg ? -v.as_float() : v.as_float());
-      if (v.is_number()) return Value::integer(e.kind == Expr::Kind::kNeg ? -v.as_int() : v.as_int());
+      if (v.is_number()) {
+        if (e.kind == Expr::Kind::kNeg && v.as_int() == INT64_MIN) checked(e, true, 0);
+        return Value::integer(e.kind == Expr::Kind::kNeg ? -v.as_int() : v.as_int());
+      }
       error(e, std::string("bad operand type for unary ") + (e.kind == Expr::Kind::kNeg ? "-" : "+") + ": '" + std::string(v.type_name()) + "'");
     }
     case Expr::Kind::kNot: return Value::boolean(!eval(*e.args[0]).truthy());
@@ -332,6 +340,8 @@ Value Evaluator::eval(const Expr& e) {
       std::string s;
       for (const ExprPtr& a : e.args) {
         Value v = eval(*a);
+        if (v.kind() == Value::Kind::kGenerator)
+          error(*a, "printing a " + std::string(v.type_name()) + " (jinja2 prints its address; add |list)", Error::Kind::kUnsupported);
         py_str(v, s);
       }
       return Value::string(std::move(s));
@@ -346,6 +356,31 @@ namespace {
   ev.error(e, std::string("unsupported operand type(s) for ") + op + ": '" + std::string(a.type_name()) + "' and '" +
                   std::string(b.type_name()) + "'");
 }
+
+}  // namespace
+
+// Python's integers are unbounded; ours are 64-bit: past that is an error, never a wrapped number.
+Value Evaluator::checked(const Expr& e, bool overflowed, int64_t v) {
+  if (overflowed) error(e, "integer arithmetic beyond 64 bits (Python's integers are unbounded)", Error::Kind::kUnsupported);
+  return Value::integer(v);
+}
+Value Evaluator::checked_add(const Expr& e, int64_t a, int64_t b) {
+  int64_t r;
+  bool over = __builtin_add_overflow(a, b, &r);
+  return checked(e, over, r);
+}
+Value Evaluator::checked_sub(const Expr& e, int64_t a, int64_t b) {
+  int64_t r;
+  bool over = __builtin_sub_overflow(a, b, &r);
+  return checked(e, over, r);
+}
+Value Evaluator::checked_mul(const Expr& e, int64_t a, int64_t b) {
+  int64_t r;
+  bool over = __builtin_mul_overflow(a, b, &r);
+  return checked(e, over, r);
+}
+
+namespace {
 
 int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -418,7 +453,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
   bool floats = nums && (a.kind() == K::kFloat || b.kind() == K::kFloat);
   switch (e.op) {
     case Expr::Op::kAdd:
-      if (nums) return floats ? Value::number(a.as_float() + b.as_float()) : Value::integer(a.as_int() + b.as_int());
+      if (nums) return floats ? Value::number(a.as_float() + b.as_float()) : checked_add(e, a.as_int(), b.as_int());
       if (a.is_string() && b.is_string()) {
         std::string s;
         s.reserve(a.as_string().size() + b.as_string().size());
@@ -426,20 +461,23 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
         s += b.as_string();
         return Value::string(std::move(s));
       }
-      if (a.is_list() && b.is_list()) {
+      if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
         List l = a.as_list();
         l.insert(l.end(), b.as_list().begin(), b.as_list().end());
-        return Value::list(std::move(l));
+        return a.is_tuple() ? Value::tuple(std::move(l)) : Value::list(std::move(l));
       }
+      if (a.is_list() && b.is_list())
+        error(e, std::string("can only concatenate ") + (a.is_tuple() ? "tuple" : "list") + " (not \"" +
+                     (b.is_tuple() ? "tuple" : "list") + "\") to " + (a.is_tuple() ? "tuple" : "list"));
       if (a.is_string() || a.is_list())
         error(e, std::string("can only concatenate ") + std::string(a.type_name()) + " (not \"" +
                      std::string(b.type_name()) + "\") to " + std::string(a.type_name()));
       type_error(*this, e, "+", a, b);
     case Expr::Op::kSub:
-      if (nums) return floats ? Value::number(a.as_float() - b.as_float()) : Value::integer(a.as_int() - b.as_int());
+      if (nums) return floats ? Value::number(a.as_float() - b.as_float()) : checked_sub(e, a.as_int(), b.as_int());
       type_error(*this, e, "-", a, b);
     case Expr::Op::kMul: {
-      if (nums) return floats ? Value::number(a.as_float() * b.as_float()) : Value::integer(a.as_int() * b.as_int());
+      if (nums) return floats ? Value::number(a.as_float() * b.as_float()) : checked_mul(e, a.as_int(), b.as_int());
       const Value* seq = a.is_string() || a.is_list() ? &a : (b.is_string() || b.is_list() ? &b : nullptr);
       const Value* n = seq == &a ? &b : &a;
       if (seq && n->is_number() && n->kind() != K::kFloat) {
@@ -454,7 +492,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
         }
         List l;
         for (int64_t i = 0; i < times; ++i) l.insert(l.end(), seq->as_list().begin(), seq->as_list().end());
-        return Value::list(std::move(l));
+        return seq->is_tuple() ? Value::tuple(std::move(l)) : Value::list(std::move(l));
       }
       type_error(*this, e, "*", a, b);
     }
@@ -468,6 +506,7 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
       if (nums) {
         if (b.as_float() == 0) error(e, floats ? "float floor division by zero" : "integer division or modulo by zero");
         if (floats) return Value::number(std::floor(a.as_float() / b.as_float()));
+        if (a.as_int() == INT64_MIN && b.as_int() == -1) checked(e, true, 0);
         return Value::integer(floor_div(a.as_int(), b.as_int()));
       }
       type_error(*this, e, "//", a, b);
@@ -479,15 +518,19 @@ Value Evaluator::binary_op(const Expr& e, Value a, Value b) {
           if (r != 0 && ((r < 0) != (b.as_float() < 0))) r += b.as_float();
           return Value::number(r);
         }
+        if (b.as_int() == -1) return Value::integer(0);
         return Value::integer(a.as_int() - floor_div(a.as_int(), b.as_int()) * b.as_int());
       }
-      if (a.is_string()) error(e, "printf-style string formatting ('...' % value)", Error::Kind::kUnsupported);
+      if (a.is_string()) return format_percent(e, a.as_string(), b);
       type_error(*this, e, "%", a, b);
     case Expr::Op::kPow:
       if (nums) {
         if (!floats && b.as_int() >= 0) {
           int64_t r = 1;
-          for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
+          for (int64_t i = 0; i < b.as_int() && r != 0; ++i) {
+            r = checked_mul(e, r, a.as_int()).as_int();
+            if (r == 1 || (r == -1 && a.as_int() == -1 && (b.as_int() - i - 1) % 2 == 0)) break;
+          }
           return Value::integer(r);
         }
         return Value::number(std::pow(a.as_float(), b.as_float()));
@@ -515,6 +558,13 @@ bool contains(const Value& haystack, const Value& needle, std::string* why) {
       return false;
     case Value::Kind::kDict: return haystack.as_dict().find(needle) != nullptr;
     case Value::Kind::kUndefined: return false;
+    case Value::Kind::kGenerator: {  // consumes up to the match
+      Generator& g = haystack.as_generator();
+      if (g.error) throw *g.error;
+      while (g.cursor < g.items.size())
+        if (py_equal(g.items[g.cursor++], needle)) return true;
+      return false;
+    }
     default:
       *why = "argument of type '" + std::string(haystack.type_name()) + "' is not iterable";
       return false;

@@ -57,6 +57,16 @@ Value Value::callable(std::shared_ptr<const Callable> c) {
   return v;
 }
 
+Value Value::generator(List items, const char* type_name) {
+  auto g = std::make_shared<Generator>();
+  g->items = std::move(items);
+  g->type_name = type_name;
+  Value v;
+  v.kind_ = Kind::kGenerator;
+  v.ptr_ = std::move(g);
+  return v;
+}
+
 Value Value::undefined(std::string hint) {
   auto owned = std::make_shared<const std::string>(std::move(hint));
   Value v;
@@ -68,10 +78,13 @@ Value Value::undefined(std::string hint) {
 
 std::string Value::undefined_message() const {
   if (i_ == -1) return std::string(s_);
-  Value owner;
-  owner.kind_ = static_cast<Kind>(i_);
-  if (owner.kind_ == Kind::kUndefined) return "'" + std::string(s_) + "' is undefined";
-  return "'" + std::string(owner.type_name()) + " object' has no attribute '" + std::string(s_) + "'";
+  auto owner = static_cast<Kind>(i_);
+  if (owner == Kind::kUndefined) return "'" + std::string(s_) + "' is undefined";
+  // The owner's type by kind alone (no object at hand): a generator is "generator", a tuple "list".
+  Value probe;
+  probe.kind_ = owner == Kind::kGenerator ? Kind::kNone : owner;
+  std::string_view name = owner == Kind::kGenerator ? "generator" : probe.type_name();
+  return "'" + std::string(name) + " object' has no attribute '" + std::string(s_) + "'";
 }
 
 bool Value::truthy() const {
@@ -96,11 +109,12 @@ std::string_view Value::type_name() const {
     case Kind::kInt: return "int";
     case Kind::kFloat: return "float";
     case Kind::kString: return "str";
-    case Kind::kList: return "list";
+    case Kind::kList: return tuple_ ? "tuple" : "list";
     case Kind::kDict: return "dict";
     case Kind::kNamespace: return "Namespace";
     case Kind::kLoop: return "LoopContext";
     case Kind::kCallable: return "function";
+    case Kind::kGenerator: return as_generator().type_name;
   }
   return "object";
 }
@@ -158,6 +172,7 @@ bool py_equal(const Value& a, const Value& b) {
     case K::kNamespace: return &a.as_namespace() == &b.as_namespace();
     case K::kLoop: return &a.as_loop() == &b.as_loop();
     case K::kCallable: return &a.as_callable() == &b.as_callable();
+    case K::kGenerator: return &a.as_generator() == &b.as_generator();
     default: return false;
   }
 }
@@ -328,6 +343,7 @@ void py_str(const Value& v, std::string& out) {
     case K::kNamespace: out += "<Namespace>"; return;
     case K::kLoop: out += "<LoopContext>"; return;
     case K::kCallable: out += "<function>"; return;
+    case K::kGenerator: out += "<generator>"; return;
   }
 }
 

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "trainer/jinja/jinja.h"
+
 namespace air::jinja {
 
 class Value;
@@ -18,11 +20,12 @@ struct Dict;
 struct Namespace;
 struct LoopState;
 struct Callable;
+struct Generator;
 
 class Value {
  public:
   enum class Kind : uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kLoop, kCallable,
+    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kLoop, kCallable, kGenerator,
   };
 
   Value() = default;  // undefined
@@ -51,6 +54,9 @@ class Value {
   static Value ns(std::shared_ptr<Namespace> n);
   static Value loop(std::shared_ptr<LoopState> l);
   static Value callable(std::shared_ptr<const Callable> c);
+  // What jinja2's select / map / unique / batch / items filters (and reversed()) return: a one-pass iterator,
+  // always true, without len(), printed as its address.
+  static Value generator(List items, const char* type_name = "generator");
   // jinja2's Undefined, remembering why (for the error when it is used as a value): "'x' is undefined",
   // "'dict object' has no attribute 'y'".
   static Value undefined(std::string hint);
@@ -83,6 +89,7 @@ class Value {
   Namespace& as_namespace() const { return *const_cast<Namespace*>(static_cast<const Namespace*>(ptr_.get())); }
   LoopState& as_loop() const { return *const_cast<LoopState*>(static_cast<const LoopState*>(ptr_.get())); }
   const Callable& as_callable() const { return *static_cast<const Callable*>(ptr_.get()); }
+  Generator& as_generator() const { return *const_cast<Generator*>(static_cast<const Generator*>(ptr_.get())); }
   // jinja2's message for using this Undefined: "'x' is undefined", "'dict object' has no attribute 'x'".
   std::string undefined_message() const;
 
@@ -106,6 +113,13 @@ struct Dict {
   std::vector<std::pair<Value, Value>> items;
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
+};
+
+struct Generator {
+  List items;
+  size_t cursor = 0;  // items before it have been consumed
+  const char* type_name = "generator";
+  std::shared_ptr<const Error> error;  // met while computing: raised when the generator is consumed
 };
 
 // namespace(...): the one mutable object templates have ({% set ns.x = ... %}).

@@ -92,6 +92,8 @@ TEST_CASE("tests") { check_group("tests"); }
 TEST_CASE("string, dict and list methods") { check_group("methods"); }
 TEST_CASE("raise_exception, strftime_now and runtime errors") { check_group("errors"); }
 TEST_CASE("generation blocks record byte spans") { check_group("generation"); }
+TEST_CASE("printf-style formatting, tuples, case mapping beyond ASCII") { check_group("format"); }
+TEST_CASE("generators: always true, one pass, errors when consumed") { check_group("generators"); }
 
 TEST_CASE("errors name the template's line and column, with the line and a caret") {
   CHECK(error_of("a\n{% if x %}\n{{ x | nofilter }}{% endif %}") ==
@@ -176,4 +178,32 @@ TEST_CASE("ordered_json contexts keep key order for tojson and items, as Python 
   CHECK(t.render(ordered).text == R"({"name": "f", "description": "d", "args": [1]} namedescriptionargs)");
   // nlohmann::json sorts keys: that is what the caller asked for.
   CHECK(t.render(nlohmann::json::parse(ordered.dump())).text == R"({"args": [1], "description": "d", "name": "f"} argsdescriptionname)");
+}
+
+TEST_CASE("integers past 64 bits are kUnsupported, never wrapped") {
+  for (const char* source : {"{{ 9223372036854775807 + 1 }}", "{{ 2 ** 64 }}", "{{ -9223372036854775807 - 2 }}",
+                             "{{ 3037000500 * 3037000500 }}", "{{ 99999999999999999999 }}", "{{ 1e300|int }}"}) {
+    INFO(source);
+    try {
+      Template::parse(source).render(nlohmann::json::object());
+      FAIL("rendered");
+    } catch (const Error& e) {
+      CHECK(e.kind == Error::Kind::kUnsupported);
+    }
+  }
+  CHECK(Template::parse("{{ 2 ** 62 }} {{ (-1) ** 1000001 }} {{ 1 ** 99999999999 }}").render(nlohmann::json::object()).text ==
+        "4611686018427387904 -1 1");
+}
+
+TEST_CASE("hostile templates end in an Error, not a crash") {
+  std::string parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  std::string ifs;
+  for (int i = 0; i < 2000; ++i) ifs += "{% if 1 %}";
+  for (int i = 0; i < 2000; ++i) ifs += "{% endif %}";
+  CHECK_THROWS_AS(Template::parse(parens), Error);
+  CHECK_THROWS_AS(Template::parse(ifs), Error);
+  auto recurse = Template::parse("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  CHECK_THROWS_AS(recurse.render(nlohmann::json::object()), Error);
+  CHECK_THROWS_AS(Template::parse("{{ 'ab' * 10000000000 }}").render(nlohmann::json::object()), Error);
+  CHECK_THROWS_AS(Template::parse("{% for i in range(1000000) %}{% endfor %}").render(nlohmann::json::object()), Error);
 }

@@ -4,6 +4,7 @@
 //
 //   jinja_oracle_check TEMPLATE CORPUS.jsonl EXPECTED.jsonl [--date YYYY-MM-DD]
 //   jinja_oracle_check --bench TEMPLATE CORPUS.jsonl SECONDS   (renders per second, for bench/)
+//   jinja_oracle_check --cases CASES.json   (many templates, each with its context and jinja2's result)
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -76,12 +77,50 @@ int bench(const std::string& template_path, const std::string& corpus_path, doub
   return 0;
 }
 
+// cases.json's form: {group: [{template, context, text[, spans] | error[, message]}]}.
+int check_cases(const std::string& path) {
+  auto groups = nlohmann::ordered_json::parse(read_file(path));
+  air::jinja::RenderOptions options;
+  options.date = "2026-12-06";
+  int total = 0, bad = 0;
+  for (auto& [group, list] : groups.items()) {
+    for (const auto& c : list) {
+      ++total;
+      std::string kind, message, text;
+      std::vector<std::pair<size_t, size_t>> spans;
+      try {
+        auto r = air::jinja::Template::parse(c["template"].get<std::string>(), "case").render(c["context"], options);
+        text = std::move(r.text);
+        spans = std::move(r.generation_spans);
+      } catch (const air::jinja::Error& e) {
+        kind = kind_name(e.kind);
+        message = e.what();
+      }
+      std::string problem;
+      if (c.contains("error")) {
+        if (kind != c["error"].get<std::string>())
+          problem = "jinja2 raised " + c["error"].get<std::string>() + " (" + c.value("message", "") + "), ours: " +
+                    (kind.empty() ? "rendered " + nlohmann::json(text).dump() : message);
+      } else if (!kind.empty()) {
+        problem = "jinja2 rendered " + c["text"].dump() + ", ours raised " + message;
+      } else if (text != c["text"].get<std::string>()) {
+        problem = show_difference(c["text"], text);
+      }
+      if (!problem.empty() && ++bad <= 200)
+        std::cerr << group << ": " << nlohmann::json(c["template"]).dump() << ": " << problem << "\n";
+    }
+  }
+  std::printf("%s: %d cases, %d match, %d differ\n", path.c_str(), total, total - bad, bad);
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (!args.empty() && args[0] == "--bench" && args.size() == 4) return bench(args[1], args[2], std::stod(args[3]));
+    if (!args.empty() && args[0] == "--cases" && args.size() == 2) return check_cases(args[1]);
     air::jinja::RenderOptions options;
     for (size_t i = 0; i + 1 < args.size(); ++i) {
       if (args[i] == "--date") {
