@@ -1,5 +1,6 @@
 // Tokenizer throughput on one core: loads a tokenizer.json, encodes the given text files (first pass with
-// a cold piece cache, then warm passes) and decodes the ids; prints a table in MB per CPU second.
+// a cold piece cache, then warm passes) and decodes the ids; prints a table in MB per CPU second, and a last
+// line "ours LOAD_S COLD_S WARM_S MB TOKENS" for bench/tokenizer_bench.sh.
 // usage: tokenizer_bench TOKENIZER_JSON TEXT_FILE...
 #include <time.h>
 
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
     std::printf("%-28s %10.3f %10.1f\n", "encode, first pass", cold_s, mb / cold_s);
     std::printf("%-28s %10.3f %10.1f\n", "encode, warm cache", warm_s, mb / warm_s);
     std::printf("%-28s %10.3f %10.1f\n", "decode", decode_s, mb / decode_s);
+    // For bench/tokenizer_bench.sh's table beside the peer (bench/tokenizer_peer.mjs prints the same fields).
+    std::printf("ours %.3f %.3f %.3f %.3f %zu\n", load_s, cold_s, warm_s, mb, tokens);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "tokenizer_bench: " << e.what() << "\n";

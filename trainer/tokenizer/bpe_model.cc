@@ -22,6 +22,13 @@ struct Candidate {
 
 constexpr size_t kMaxCachedPiece = 256;
 
+// Spreads a pair key over the table (the high bits of a multiplicative hash).
+uint64_t mix(uint64_t key) {
+  key *= 0x9E3779B97F4A7C15ull;
+  return key ^ (key >> 29);
+}
+constexpr std::string_view kMetaspace = "\u2581";
+
 // Length of the UTF-8 character starting with byte `c` at i (1 for a malformed byte).
 size_t utf8_length(std::string_view s, size_t i) {
   auto c = static_cast<unsigned char>(s[i]);
@@ -57,19 +64,49 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::ve
     auto fb = vocab_.find(name);
     fallback_ids_[b] = fb == vocab_.end() ? -1 : fb->second;
   }
-  merges_.reserve(merges.size());
+  // Character models: which characters some token joins to a following "▁". Before every other "▁" (after a
+  // character that is not "▁" itself), no merge can ever cross, so pieces are merged word by word there.
+  if (!options_.byte_level && !options_.ignore_merges) {
+    split_words_ = true;
+    for (const auto& [token, id] : vocab_) {
+      std::string_view t = token;
+      for (size_t at = t.find(kMetaspace, 1); at != std::string_view::npos; at = t.find(kMetaspace, at + 3)) {
+        size_t prev = at - 1;
+        while (prev > 0 && (static_cast<unsigned char>(t[prev]) & 0xC0) == 0x80) --prev;
+        if (t.substr(prev, at - prev) != kMetaspace) joins_metaspace_.emplace(t.substr(prev, at - prev));
+      }
+    }
+  }
+  size_t slots = 16;
+  while (slots < 2 * merges.size()) slots *= 2;
+  merges_.assign(slots, MergeSlot{});
+  merge_mask_ = slots - 1;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     // A repeated pair keeps its last rank, as in Hugging Face's HashMap collection.
-    merges_[pair_key(merges[rank].left, merges[rank].right)] = {static_cast<int32_t>(rank),
-                                                                merges[rank].result};
+    uint64_t key = pair_key(merges[rank].left, merges[rank].right);
+    for (uint64_t i = mix(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
+      if (merges_[i].key == kEmptyKey || merges_[i].key == key) {
+        merges_[i] = {key, static_cast<int32_t>(rank), merges[rank].result};
+        break;
+      }
+    }
   }
 }
 
 BpeModel::BpeModel(BpeModel&& o) noexcept
-    : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), options_(o.options_),
-      cache_(std::move(o.cache_)) {
+    : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), merge_mask_(o.merge_mask_),
+      split_words_(o.split_words_),
+      joins_metaspace_(std::move(o.joins_metaspace_)), options_(o.options_), cache_(std::move(o.cache_)) {
   std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
   std::copy(std::begin(o.fallback_ids_), std::end(o.fallback_ids_), fallback_ids_);
+}
+
+const BpeModel::MergeSlot* BpeModel::find_merge(uint64_t key) const {
+  for (uint64_t i = mix(key) & merge_mask_;; i = (i + 1) & merge_mask_) {
+    const MergeSlot& s = merges_[i];
+    if (s.key == key) return &s;
+    if (s.key == kEmptyKey) return nullptr;
+  }
 }
 
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
@@ -82,6 +119,24 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::ve
       return;
     }
   }
+  if (!split_words_) return encode_word(piece, out, lengths);
+  // Cut before each "▁" that no token can join to the character in front of it (see bpe_model.h).
+  size_t start = 0;
+  for (size_t at = piece.find(kMetaspace, 1); at != std::string_view::npos; at = piece.find(kMetaspace, at + 3)) {
+    size_t prev = at - 1;
+    while (prev > start && (static_cast<unsigned char>(piece[prev]) & 0xC0) == 0x80) --prev;
+    std::string_view before = piece.substr(prev, at - prev);
+    if (at == start || before == kMetaspace || joins_metaspace_.count(before)) continue;
+    // A character outside the vocabulary becomes <0xXX> or <unk> symbols, whose text is not its own: no cut.
+    bool known = before.size() == 1 ? byte_ids_[static_cast<unsigned char>(before[0])] >= 0 : vocab_.count(before) > 0;
+    if (!known) continue;
+    encode_word(piece.substr(start, at - start), out, lengths);
+    start = at;
+  }
+  encode_word(piece.substr(start), out, lengths);
+}
+
+void BpeModel::encode_word(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
   if (lengths) {
     merge(piece, out, lengths);
     return;
@@ -170,8 +225,7 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out, std::vec
   auto consider = [&](int32_t pos) {
     int32_t next = syms[pos].next;
     if (next < 0) return;
-    auto it = merges_.find(pair_key(syms[pos].id, syms[next].id));
-    if (it != merges_.end()) heap.push({it->second.first, pos, it->second.second});
+    if (const MergeSlot* m = find_merge(pair_key(syms[pos].id, syms[next].id))) heap.push({m->rank, pos, m->result});
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) consider(i);
 
@@ -181,8 +235,8 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out, std::vec
     Symbol& left = syms[top.pos];
     if (!left.alive || left.next < 0) continue;
     // The pair may have changed since this candidate was queued; only a still-valid merge applies.
-    auto it = merges_.find(pair_key(left.id, syms[left.next].id));
-    if (it == merges_.end() || it->second.second != top.result || it->second.first != top.rank) continue;
+    const MergeSlot* m = find_merge(pair_key(left.id, syms[left.next].id));
+    if (!m || m->result != top.result || m->rank != top.rank) continue;
     Symbol& right = syms[left.next];
     right.alive = false;
     left.id = top.result;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace air::train {
@@ -49,10 +50,28 @@ class BpeModel {
 
   struct Symbol;
   void initial_symbols(std::string_view piece, std::vector<Symbol>& syms) const;
+  void encode_word(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
   void merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
 
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, result)
+  // (left, right) -> (rank, result): an open-addressing table (linear probing, at most half full), since the
+  // lookups of the merge loop are most of a first pass and a node-based map costs a cache miss per step.
+  struct MergeSlot {
+    uint64_t key = kEmptyKey;
+    int32_t rank = 0;
+    int32_t result = 0;
+  };
+  static constexpr uint64_t kEmptyKey = ~0ull;  // ids are below 2^24, so no pair has this key
+  std::vector<MergeSlot> merges_;
+  uint64_t merge_mask_ = 0;
+  const MergeSlot* find_merge(uint64_t key) const;
+  // Character models merge a whole text at once (no pre-tokenizer splits Gemma's or Llama 2's text), which is
+  // slow and never cached. A merge result is a vocabulary token, so a "▁" can only ever join the character
+  // before it if some token holds that character followed by "▁" (Gemma: only ">" in ">▁</"). The text is
+  // cut before every other "▁" that follows a non-"▁" character and each word merged (and cached) alone:
+  // the same ids, word by word. Off with ignore_merges (a whole-piece lookup) and for byte-level models.
+  bool split_words_ = false;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> joins_metaspace_;  // characters some token joins to a following "▁"
   int32_t byte_ids_[256];      // byte-level: the token of each byte; character models: of each ASCII character
   int32_t fallback_ids_[256];  // character models: the <0xXX> token of each byte, -1 when missing
   BpeModelOptions options_;

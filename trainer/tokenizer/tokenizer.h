@@ -1,5 +1,7 @@
-// A Hugging Face tokenizer.json loader and byte-level BPE encoder/decoder (Llama 3 style), no libtorch.
-// Gives exactly the ids of Hugging Face's `tokenizers` for the byte-level BPE models we support.
+// A Hugging Face tokenizer.json loader and BPE encoder/decoder, no libtorch: byte-level BPE (Llama 3, Qwen,
+// gpt-oss) and SentencePiece-style BPE with byte fallback (Gemma 3, Llama 2, Mistral, Phi-3), with the
+// normalizers, pre-tokenizers and decoders they declare (docs/tokenizer.md lists them). Gives exactly the ids
+// of Hugging Face's `tokenizers`; anything else is refused when the file is read.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,15 +24,18 @@ class Tokenizer {
   ~Tokenizer();
 
   // Encodes text; special/added tokens written in the text are recognised (HF behaviour).
-  // add_bos prepends the BOS token when the tokenizer has one: it applies the post-processor's template
-  // (Llama 3: BOS before the text), as HF's add_special_tokens=True does; no template, nothing added.
+  // add_bos applies the post-processor's template (Llama 3, Gemma 3: BOS before the text; with
+  // tokenizer_config.json's add_bos_token / add_eos_token, BOS and/or EOS), as HF's add_special_tokens=True
+  // does; no template, nothing added.
   // Thread-safe. Bytes that are not valid UTF-8 are encoded byte by byte, never rejected.
   std::vector<int32_t> encode(std::string_view text, bool add_bos = false) const;
 
   // encode() with each token's place in `text`: offsets[i] is the byte range [first, second) of `text` that
   // token i came from (Hugging Face's offset mapping, in bytes of the original text, not characters).
   // Tokens the post-processor adds (BOS) have an empty range at their position; a token built from bytes of
-  // two places (a normalizer's or pre-tokenizer's inserted prefix) spans from the first original byte.
+  // two places (a normalizer's or pre-tokenizer's inserted prefix) spans from the first original byte; a
+  // token of inserted text alone (SentencePiece's prepended "▁") has an empty range where it was inserted.
+  // Normalized text maps back to the text it came from (Gemma's "▁" to the space, NFC's "é" to "e" + accent).
   // The chat-data code uses it to turn trained character spans of a rendered template into token labels:
   // a token is trained when its range lies inside a trained span. ids are always equal to encode()'s.
   struct Encoding {

@@ -39,7 +39,7 @@ const cases = [
   'Vie\u0323\u0302t Nam, tie\u0302\u0301ng Vie\u0323\u0302t', 'x\u0323\u0307 s\u0307\u0323 q\u0307\u0323', '\u0915\u093c \u0958 \u2000 \u1e9b\u0323',
   'o\u0308\u0304 u\u0308\u0301 \u00fc\u0301', '\ufb01 \u2460 \u00bd \u2163 \uff21\uff42 \u3000 \u00b2 \u01c4',
   // SentencePiece-style text: "▁" written in the text, leading and trailing spaces, <0x..> lookalikes.
-  '\u2581', '\u2581\u2581x', 'a\u2581b', '  leading', 'trailing  ', ' ', '<0x41>', '<unk>', '<0xZZ>',
+  '\u2581', '\u2581\u2581x', 'a\u2581b', '<b> </b>', 'x > </y>  >  </', '\ue000 x \ue001  y', '\u{10ffff} z', '  leading', 'trailing  ', ' ', '<0x41>', '<unk>', '<0xZZ>',
   // Emoji.
   '🦙🦙🦙', '👨‍👩‍👧‍👦 family', '🏳️‍🌈', '🇺🇸🇫🇷', '👍🏽 ok', '❤️ love', 'I ❤ NY', '😀😃😄😁', '🤖: beep', '©®™',
   'x😀y', '1😀2', ' 😀', '😀 ',
