@@ -20,6 +20,8 @@ python3 "$root/bench/chat_corpus.py" "$n" "$work/messages.jsonl" "$work/contexts
 cores=$(nproc)
 ours=$("$build/bin/chat_data_bench" "$models" "$work/messages.jsonl")
 ours_rate=$(echo "$ours" | sed -E 's/.* per_s ([0-9.e+]+).*/\1/')
+render=$("$build/bin/chat_data_bench" "$models" "$work/messages.jsonl" 0 render)
+render_rate=$(echo "$render" | sed -E 's/.* per_s ([0-9.e+]+).*/\1/')
 # jinja2: one process per core, each rendering the corpus for 20 s; the rates add up.
 seconds=20
 for i in $(seq "$cores"); do
@@ -29,7 +31,9 @@ wait
 py_rate=$(cat "$work"/py.* | sed -E 's/.*: ([0-9.]+) renders\/s.*/\1/' | paste -sd+ | bc)
 echo "chat data: $n conversations ($family template and tokenizer), $cores cores, load $(uptime | sed 's/.*average: //')"
 echo "$ours"
-printf '| %-58s | %16s | %6s |\n' "what" "conversations/s" "ratio"
-printf '| %-58s | %16s | %6s |\n' "---" "---" "---"
-printf '| %-58s | %16.0f | %6s |\n' "Python jinja2, render alone ($cores processes)" "$py_rate" "1.0"
-printf '| %-58s | %16.0f | %6.1f |\n' "air_data: render + prefix renders + tokenize + mask ($cores threads)" "$ours_rate" "$(echo "$ours_rate / $py_rate" | bc -l)"
+echo "$render"
+printf '| %-66s | %16s | %6s |\n' "what" "conversations/s" "ratio"
+printf '| %-66s | %16s | %6s |\n' "---" "---" "---"
+printf '| %-66s | %16.0f | %6s |\n' "Python jinja2, render alone ($cores processes)" "$py_rate" "1.0"
+printf '| %-66s | %16.0f | %6.1f |\n' "air_data: render + prefix renders + tokenize + mask ($cores threads)" "$ours_rate" "$(echo "$ours_rate / $py_rate" | bc -l)"
+printf '| %-66s | %16.0f | %6.1f |\n' "air_data: render + prefix renders (spans), no tokenizer" "$render_rate" "$(echo "$render_rate / $py_rate" | bc -l)"

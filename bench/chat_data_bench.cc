@@ -1,12 +1,15 @@
 // bench/chat_data.sh: render + tokenize + mask of a conversation corpus on all cores (air_data's
 // load_examples, exactly what air-train runs before training, without the cache).
-//   chat_data_bench TOKENIZER_DIR MESSAGES.jsonl [THREADS] [TRAIN_ON]  (train_on all: one render, no prefix renders)
+//   chat_data_bench TOKENIZER_DIR MESSAGES.jsonl [THREADS] [TRAIN_ON | render]
+// (train_on all: one render, no prefix renders; render: the trained spans only, no tokenizer)
 // Prints one line: conversations, renders, tokens, seconds, conversations/s.
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <sstream>
 
 #include "trainer/data/dataset.h"
+#include "trainer/data/parallel.h"
 #include "trainer/tokenizer/tokenizer.h"
 
 using namespace air::train;
@@ -24,7 +27,8 @@ int main(int argc, char** argv) {
     TextEncoder enc;
     enc.tokenizer = tok;
     enc.encode = [tok](const std::string& s) { return tok->encode(s, false); };
-    ExampleBuilder builder(enc, &*tmpl, parse_train_on(argc > 4 ? argv[4] : "assistant").value_or(TrainOn::kAssistant));
+    const std::string mode = argc > 4 ? argv[4] : "assistant";
+    ExampleBuilder builder(enc, &*tmpl, parse_train_on(mode).value_or(TrainOn::kAssistant));
     DataSettings s;
     s.max_seq_len = 1 << 30;
     s.threads = argc > 3 ? std::stoi(argv[3]) : 0;
@@ -34,6 +38,15 @@ int main(int argc, char** argv) {
     DataStats st;
     std::vector<Record> records = read_all_records({argv[2]}, s, st, 0, nullptr);
     auto t1 = std::chrono::steady_clock::now();
+    if (mode == "render") {  // the template's share: every rendering and the spans, no tokenization
+      std::atomic<size_t> bytes{0};
+      parallel_for(records.size(), [&](size_t i) { bytes += render_conversation(*tmpl, records[i], TrainOn::kAssistant).text.size(); },
+                   static_cast<size_t>(s.threads), 32);
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      std::cout << "conversations " << records.size() << " bytes " << bytes << " render_s " << sec << " per_s "
+                << static_cast<double>(records.size()) / sec << "\n";
+      return 0;
+    }
     LoadedData d = load_examples({argv[2]}, s, builder, log);
     auto t2 = std::chrono::steady_clock::now();
     const double read_s = std::chrono::duration<double>(t1 - t0).count();

@@ -102,27 +102,39 @@ bool is_model_training_file(const std::string& path) {
   return ends_with(path, ".safetensors");
 }
 
+namespace {
+
+// Whether `p` is named as a file of `split` (the datasets library's patterns, most specific first).
+int split_pattern(const std::string& p, const std::string& split) {
+  if (starts_with(p, "data/" + split + "-") || starts_with(p, "data/" + split + ".")) return 1;
+  if (starts_with(p, split + "/") || starts_with(p, "data/" + split + "/")) return 2;
+  std::string base = p.substr(p.rfind('/') + 1);
+  if (starts_with(base, split + ".") || starts_with(base, split + "-") || base.find("-" + split + ".") != std::string::npos ||
+      base.find("_" + split + ".") != std::string::npos || base.find("-" + split + "-") != std::string::npos)
+    return 3;
+  return 0;
+}
+
+}  // namespace
+
 FileFilter dataset_split_filter(const std::vector<std::string>& all_files, const std::string& split) {
   // The datasets library's default patterns for a split, most specific first; the first that matches wins.
-  const std::vector<std::function<bool(const std::string&)>> patterns = {
-      [split](const std::string& p) { return starts_with(p, "data/" + split + "-") || starts_with(p, "data/" + split + "."); },
-      [split](const std::string& p) { return starts_with(p, split + "/") || starts_with(p, "data/" + split + "/"); },
-      [split](const std::string& p) {
-        std::string base = p.substr(p.rfind('/') + 1);
-        return starts_with(base, split + ".") || starts_with(base, split + "-") || base.find("-" + split + ".") != std::string::npos ||
-               base.find("_" + split + ".") != std::string::npos || base.find("-" + split + "-") != std::string::npos;
-      },
-      [](const std::string&) { return true; },
-  };
-  for (const auto& match : patterns) {
+  for (int level = 1; level <= 3; ++level) {
     bool any = false;
-    for (const auto& f : all_files) any = any || (is_data_file(f) && match(f));
+    for (const auto& f : all_files) any = any || (is_data_file(f) && split_pattern(f, split) == level);
     if (any)
-      return [match](const std::string& p) {
-        return is_data_file(p) && match(p);
-      };
+      return [split, level](const std::string& p) { return is_data_file(p) && split_pattern(p, split) == level; };
   }
-  return [](const std::string&) { return false; };
+  // Files named after no split are the train split (a repo with one unnamed file is all train). Never for
+  // another split, and never a file named as another split's: the listing may be a partial cache holding
+  // only the train files, where "validation" must find nothing (and be downloaded), not the train files.
+  if (split != "train") return [](const std::string&) { return false; };
+  return [](const std::string& p) {
+    if (!is_data_file(p)) return false;
+    for (const char* other : {"validation", "valid", "val", "test", "dev", "eval"})
+      if (split_pattern(p, other)) return false;
+    return true;
+  };
 }
 
 }  // namespace air::hub

@@ -55,7 +55,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("cache: a miss tokenizes and writes an entry; the next load reads it and tokenizes nothing") {
+TEST_CASE("cache: a miss tokenizes and writes an entry - the next load reads it and tokenizes nothing") {
   Fixture f;
   ChatTemplate t = f.chat();
   ExampleBuilder b(f.enc, &t, TrainOn::kAssistant);

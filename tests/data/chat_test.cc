@@ -147,7 +147,7 @@ TEST_CASE("prompt / completion with a template: one user and one assistant turn,
   CHECK(trained_runs(b.build(c)) == std::vector<std::string>{std::string("d") + kEos});
 }
 
-TEST_CASE("text records train every token; Alpaca records are built as before") {
+TEST_CASE("text records train every token - Alpaca records are built as before") {
   TextEncoder enc = encoder();
   ExampleBuilder b(enc, nullptr, TrainOn::kAssistant);
   Record t;
@@ -179,7 +179,7 @@ TEST_CASE("conversations without a template are an error that says what to do") 
   }
 }
 
-TEST_CASE("a template that raises is that record's error; bad_records: skip counts it; untrained rows are skipped") {
+TEST_CASE("a template that raises is that record's error - bad_records: skip counts it - untrained rows are skipped") {
   fs::path dir = fs::temp_directory_path() / ("air-chat-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string data = (dir / "conv.jsonl").string();

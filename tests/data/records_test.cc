@@ -44,7 +44,7 @@ TEST_CASE("formats are detected per file from the first record's keys") {
   CHECK_FALSE(detect_format(j(R"({"question": "?"})")).has_value());
 }
 
-TEST_CASE("messages keep every field for the template; sharegpt speakers become roles") {
+TEST_CASE("messages keep every field for the template - sharegpt speakers become roles") {
   auto path = write_tmp("mixed.jsonl",
                         R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 2}}}]}, {"role": "tool", "content": "4", "tool_call_id": "c1"}, {"role": "assistant", "content": "4"}], "tools": [{"type": "function", "function": {"name": "add"}}]})"
                         "\n\n");
@@ -80,7 +80,7 @@ TEST_CASE("prompt / completion: strings, or message lists on either side") {
   CHECK(r.records[2].completion_start == 1);
 }
 
-TEST_CASE("a bad record is located: file, line and field; every one at once") {
+TEST_CASE("a bad record is located: file, line and field - every one at once") {
   auto path = write_tmp("bad.jsonl", R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
 {"messages": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "yo"}]}
 not json
@@ -100,7 +100,7 @@ not json
   CHECK(r.skipped_examples[1] == path + ":3: not valid JSON");
 }
 
-TEST_CASE("a forced format checks every record against it; an unknown format says what it saw") {
+TEST_CASE("a forced format checks every record against it - an unknown format says what it saw") {
   auto path = write_tmp("forced.jsonl", R"({"instruction": "a", "output": "b"}
 )");
   ReadOptions o;
@@ -116,7 +116,7 @@ TEST_CASE("sharegpt: an unknown speaker names the field") {
   CHECK(error_of(path) == path + ": record 0: 'conversations[1].from' is 'robot', expected human, gpt, system or tool\n1 bad record in " + path);
 }
 
-TEST_CASE("alpaca records read as before; max_records stops early") {
+TEST_CASE("alpaca records read as before - max_records stops early") {
   auto path = write_tmp("alpaca.json", R"([{"instruction": "Add.", "input": "2 and 3", "output": "5"}, {"instruction": "Hi.", "output": "Hello"}])");
   ReadOptions o;
   o.max_records = 1;

@@ -60,5 +60,5 @@ done
 grep -qE "data cache: (miss, tokenized 80 records|hit)" "$E2E_TMP/run1.log" || fail "the first run did not use the cache: $(grep -i cache "$E2E_TMP/run1.log")"
 grep -q "data cache: hit .*nothing tokenized" "$E2E_TMP/run2.log" || fail "the second run tokenized again: $(grep -i cache "$E2E_TMP/run2.log")"
 [ "$(find "$E2E_TMP/data-cache" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 2 ] ||
-  fail "expected 2 cache entries (train and validation), got: $(ls "$E2E_TMP/data-cache")"
+  fail "expected 2 cache entries (train and validation), got: $(ls "$E2E_TMP/data-cache"); $(grep -E 'data|eval' "$E2E_TMP/run1.log" | grep -v '^ ')"
 echo "chat run: eval_loss $(grep -E '^ +eval_loss' "$E2E_TMP/get1.txt" | awk '{print $2}') in air get run; the second run read the cache"

@@ -162,4 +162,13 @@ TEST_CASE("dataset files of a split, named as the datasets library names them") 
   auto h = dataset_split_filter({"train.jsonl", "validation.jsonl"}, "train");
   CHECK(h("train.jsonl"));
   CHECK_FALSE(h("validation.jsonl"));
+  // A cache holding only the train files has no validation split (it must be downloaded), and a cache
+  // holding only the validation files has no train files.
+  auto v = dataset_split_filter({"data/train-00000-of-00001.jsonl"}, "validation");
+  CHECK_FALSE(v("data/train-00000-of-00001.jsonl"));
+  auto t = dataset_split_filter({"data/validation-00000-of-00001.jsonl"}, "train");
+  CHECK_FALSE(t("data/validation-00000-of-00001.jsonl"));
+  auto u = dataset_split_filter({"data/validation-00000-of-00001.jsonl", "data/train-00000-of-00001.jsonl"}, "validation");
+  CHECK(u("data/validation-00000-of-00001.jsonl"));
+  CHECK_FALSE(u("data/train-00000-of-00001.jsonl"));
 }

@@ -100,7 +100,8 @@ CheckpointSaver::CheckpointSaver(const LlamaConfig& c, SaveOptions o) : o_(std::
   if (!o_.tokenizer_path.empty()) {
     copy_if_exists(o_.tokenizer_path, t / "tokenizer.json");
     fs::path tdir = fs::path(o_.tokenizer_path).parent_path();
-    for (const char* f : {"tokenizer_config.json", "special_tokens_map.json"})
+    // chat_template.jinja too: a chat model is served with the template it was trained with.
+    for (const char* f : {"tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"})
       copy_if_exists(fs::exists(tdir / f) ? tdir / f : src / f, t / f);
   }
   specs_ = checkpoint_specs(c, o_.dtype);
