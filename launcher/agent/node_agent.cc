@@ -332,7 +332,7 @@ std::map<std::string, std::string> python_env(const api::NodeSpec& spec, const C
 }
 
 // Everything between the spec and the command (the run flow's step 5): Slurm's placement, secrets, code,
-// hyperparameters, the environment (rendezvous, venv, MLflow, secrets) and the /Volumes mount.
+// hyperparameters, the environment (rendezvous, venv, MLflow, secrets) and the sandbox with /Volumes.
 SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Client& client, const std::string& dir,
                              Pipeline& pipeline, StatusReporter& status) {
   AgentLog& log = pipeline.log;
@@ -347,15 +347,17 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
   write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
   SpawnOptions spawn;
   spawn.env = build_command_env(spec, o, paths, current_environment());
-  overlay_env(spawn.env, python_env(spec, paths, spawn.env, pipeline));
+  auto py = python_env(spec, paths, spawn.env, pipeline);
+  const std::string venv = py.count("VIRTUAL_ENV") ? py["VIRTUAL_ENV"] : "";
+  overlay_env(spawn.env, py);
   overlay_env(spawn.env, mlflow_env(spec, o));
   overlay_env(spawn.env, secrets);
   for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
   if (status.stop_requested()) throw Error("stopped by workspace");
   if (g_signal.load()) throw Error("node agent interrupted before the command started");
-  VolumesSetup vols = prepare_volumes(spec, paths.code_dir, spawn.env, log);
-  if (!vols.notice.empty()) note_in_node_log(pipeline, vols.notice);
-  spawn.argv = vols.argv_prefix;
+  SandboxSetup box = prepare_sandbox(spec, o, dir, paths, venv, spawn.env, log);
+  if (!box.notice.empty()) note_in_node_log(pipeline, box.notice);
+  spawn.argv = box.argv_prefix;
   spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
   spawn.cwd = paths.code_dir;
   spawn.guardian_grace = o.stop_grace;
