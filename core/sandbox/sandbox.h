@@ -39,7 +39,7 @@ struct SandboxSpec {
 // privileged and setpriv drops to the account with no capabilities and no_new_privs.
 std::vector<std::string> sandbox_argv(const SandboxSpec& spec);
 
-// argv words that only drop to `account` (root, no sandbox): setpriv.
+// argv words that drop from root to `account`: setpriv (the sandbox's last step as root).
 std::vector<std::string> drop_privileges_argv(const UnixAccount& account);
 
 // Builds a sandbox around `true` once: "" when it works on this machine, else a one-line reason (bwrap

@@ -27,6 +27,7 @@ struct NodeAgentOptions {
   bool slurm = false;   // started by srun: rank, node count and MASTER_ADDR from SLURM_* (launcher/agent/slurm_env.h)
   std::string run_as;   // as root: the unix account the command runs as (the run owner's; air-u-* made if missing)
   bool require_sandbox = false;  // no sandbox on this node fails the node (a workspace of several users)
+  bool sandbox_checked = false;  // the workspace built one on this machine at start: skip the probe (~15 ms)
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds stop_grace{5000};
   // How long a finished command waits for its log to reach the workspace (which may be restarting).

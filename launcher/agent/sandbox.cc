@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "core/base/error.h"
 #include "core/client/config.h"
@@ -40,6 +41,25 @@ std::vector<VolumeMount> volume_mounts(const api::NodeSpec& spec, std::string& s
   return mounts;
 }
 
+// A venv's interpreter lives where it was made from (pyvenv.cfg's `home`, say a pyenv install under /root):
+// that installation, read-only, unless it is in the system already.
+std::string venv_base(const std::string& venv) {
+  std::ifstream cfg(venv + "/pyvenv.cfg");
+  for (std::string line; std::getline(cfg, line);) {
+    if (line.rfind("home", 0) != 0) continue;
+    auto eq = line.find('=');
+    if (eq == std::string::npos) return "";
+    std::string home = line.substr(eq + 1);
+    home.erase(0, home.find_first_not_of(" \t"));
+    while (!home.empty() && (home.back() == ' ' || home.back() == '\r')) home.pop_back();
+    std::error_code ec;
+    std::string prefix = fs::canonical(home, ec).parent_path().string();
+    if (ec || prefix.empty() || prefix == "/" || path_is_under(prefix, "/usr")) return "";
+    return prefix;
+  }
+  return "";
+}
+
 }  // namespace
 
 SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& o, const std::string& node_dir,
@@ -50,9 +70,12 @@ SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& 
   std::error_code ec;
   if (have_volumes)
     for (const auto& v : spec.volumes) fs::create_directories(fs::path(spec.volumes_root) / v, ec);  // made on first use
-  // As root, the command runs as the owner's own account (the workspace names it): its code and HOME are
-  // its own, and a volume it may write is writable by it (the mount, not the mode, says who sees it).
-  if (!o.run_as.empty() && ::geteuid() == 0) {
+  std::string why = o.sandbox_checked ? "" : probe_sandbox();
+  // As root, a sandboxed command runs as the owner's own account (the workspace names it): its code and
+  // HOME are its own, and a volume it may write is writable by it (the mount, not the mode, says who sees
+  // it). Without a sandbox it stays the workspace's account, as before: the account alone cannot reach the
+  // code under a private $AIR_HOME, and a workspace of several users refuses such runs (isolation.h).
+  if (why.empty() && !o.run_as.empty() && ::geteuid() == 0) {
     out.account = ensure_unix_account(o.run_as);
     give_to(paths.code_dir, out.account);
     if (have_volumes)
@@ -62,7 +85,6 @@ SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& 
     overlay_env(env, {{"USER", out.account.name}, {"LOGNAME", out.account.name}});
   }
   const bool as_other = !out.account.name.empty();
-  std::string why = probe_sandbox();
   if (why.empty()) {
     // HOME in the node's folder: the workspace account's home is not in the sandbox.
     std::string home = node_dir + "/home";
@@ -72,6 +94,7 @@ SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& 
     SandboxSpec s;
     s.node_dir = node_dir;
     s.read_only = {paths.bin_dir, venv};
+    if (!venv.empty()) s.read_only.push_back(venv_base(venv));
     s.hidden = {air_home(), spec.volumes_root};
     s.volumes_root = spec.volumes_root;
     std::string shown;
@@ -88,10 +111,8 @@ SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& 
     throw Error("this node cannot seal the command off (" + why +
                 ") and the workspace has more than one user: refusing to run it without a sandbox "
                 "(install bubblewrap and allow user namespaces, or start the workspace with --single-trust-domain)");
-  out.notice = "sandbox: none on this node (" + why + "): the command sees this machine as the node agent does" +
-               (as_other ? " (as unix account " + out.account.name + ")" : "");
+  out.notice = "sandbox: none on this node (" + why + "): the command sees this machine as the node agent does";
   log.info(out.notice);
-  if (as_other) out.argv_prefix = drop_privileges_argv(out.account);
   if (have_volumes) {
     std::string volumes = volumes_fallback_notice(why, spec.volumes_root);
     log.info(volumes);

@@ -21,6 +21,7 @@ struct NodeLaunch {
   std::string agent_log;   // the agent's own stdout/stderr
   std::string run_as;      // root workspace: the unix account the command runs as ("" : the agent's)
   bool require_sandbox = false;  // the agent fails the node where it cannot build the run sandbox
+  bool sandbox_checked = false;  // the workspace built one on this machine at start: the agent need not probe
 };
 
 // Everything one attempt of a run needs, for backends that launch a whole attempt at once.
@@ -38,6 +39,7 @@ struct AttemptLaunch {
   std::string priority_class;  // BEST_EFFORT | NORMAL | CRITICAL; Slurm: a QOS or --nice
   std::string run_as;          // root workspace: the owner's unix account (Slurm: the job's --uid)
   bool require_sandbox = false;
+  bool sandbox_checked = false;  // local backend: the sandbox was built on this machine at start
 };
 
 struct AttemptLaunchResult {

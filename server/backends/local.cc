@@ -65,6 +65,7 @@ int LocalBackend::start_node(const NodeLaunch& l) {
                                    "--workdir", l.workdir, "--bin-dir", l.bin_dir};
   if (!l.run_as.empty()) args.insert(args.end(), {"--run-as", l.run_as});
   if (l.require_sandbox) args.push_back("--require-sandbox");
+  if (l.sandbox_checked) args.push_back("--sandbox-checked");
   if (!l.gpus.empty()) {
     args.push_back("--gpus");
     args.push_back(l.gpus);

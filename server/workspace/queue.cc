@@ -254,6 +254,7 @@ bool Workspace::start_attempt(RunRecord& r) {
   l.pool = r.info.pool_id;
   // Whose account the commands run as (a root workspace), and whether a node without a sandbox must refuse.
   if (opts_.isolation.per_owner_accounts) l.run_as = owner_unix_account_name(r.info.user);
+  l.sandbox_checked = opts_.isolation.probed && opts_.isolation.sandbox;
   l.require_sandbox = needs_separation(opts_.isolation, r.info.user, identity_->bootstrap_admin(), identity_->users().size());
   l.priority_class = r.info.priority_class;
   for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
