@@ -167,6 +167,10 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& s) {
     auto drop = drop_privileges_argv(*s.run_as);
     a.insert(a.end(), drop.begin(), drop.end());
   }
+  // bwrap starts with the stop signals ignored (its caller's doing: SpawnOptions::wrapped) so that a stop's
+  // SIGTERM reaches the command without ending bwrap, whose end would SIGKILL it at once; the command gets
+  // them back.
+  a.insert(a.end(), {"env", "--default-signal=TERM,INT,HUP", "--"});
   return a;
 }
 

@@ -36,7 +36,9 @@ struct SandboxSpec {
 
 // argv words to put before a command so that it runs in the sandbox. Without run_as, bubblewrap makes an
 // unprivileged user namespace (the caller's uid mapped onto itself); with it (root), bubblewrap runs
-// privileged and setpriv drops to the account with no capabilities and no_new_privs.
+// privileged and setpriv drops to the account with no capabilities and no_new_privs. Start it with SIGTERM,
+// SIGINT and SIGHUP ignored: the last words give them back to the command (env --default-signal), so a
+// signal to the whole process group reaches the command and not bwrap.
 std::vector<std::string> sandbox_argv(const SandboxSpec& spec);
 
 // argv words that drop from root to `account`: setpriv (the sandbox's last step as root).

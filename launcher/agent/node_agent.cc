@@ -358,6 +358,7 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
   SandboxSetup box = prepare_sandbox(spec, o, dir, paths, venv, spawn.env, log);
   if (!box.notice.empty()) note_in_node_log(pipeline, box.notice);
   spawn.argv = box.argv_prefix;
+  spawn.wrapped = box.notice.empty();  // in the sandbox
   spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
   spawn.cwd = paths.code_dir;
   spawn.guardian_grace = o.stop_grace;
@@ -372,6 +373,11 @@ int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& s
   pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
   status.set_running(child.pid());
   Outcome out = supervise(child, pipeline, status, wake, grace);
+  // In the sandbox the leader is bwrap, which exits 128 + N when the command was killed by signal N: said
+  // as the signal it was (a command that itself exits 129..192 is reported the same way).
+  if (spawn.wrapped && WIFEXITED(out.wait_status) && WEXITSTATUS(out.wait_status) > 128 &&
+      WEXITSTATUS(out.wait_status) < 128 + 32)
+    out.wait_status = WEXITSTATUS(out.wait_status) - 128;
   pipeline.log.info(describe_exit(out.wait_status));
   final.exit_code = exit_code_from_wait_status(out.wait_status);
   if (out.interrupted) {

@@ -97,7 +97,7 @@ TEST_CASE("sandbox argv as root: no user namespace, the owner's account through 
   CHECK_FALSE(has(a, "--unshare-user"));
   CHECK(has(a, "--unshare-pid"));
   CHECK(has(a, "-- setpriv --reuid=1234 --regid=1235 --clear-groups --inh-caps=-all --bounding-set=-all "
-               "--no-new-privs --"));
+               "--no-new-privs -- env --default-signal=TERM,INT,HUP --"));
   CHECK(a.back() == "--");
 }
 
