@@ -35,7 +35,8 @@ std::string describe_isolation(const Isolation& iso) {
           "their node folder, code, Python environment and volumes; nothing of the workspace's home)" + accounts + "\n";
   } else if (iso.probed) {
     out = "isolation: NONE on the " + iso.backend + " backend (" + iso.why_not +
-          "): a run's commands can read this workspace's state and other runs' processes" + accounts + "\n";
+          "): a run's commands can read this workspace's state and other runs' processes; they run as this "
+          "workspace's unix account\n";
     out += iso.single_trust_domain
                ? "isolation: --single-trust-domain: every user's runs start anyway (all users trust each other)\n"
                : "isolation: only the workspace admin's runs start while it has other users; install bubblewrap, "
