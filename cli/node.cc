@@ -26,6 +26,9 @@ void setup_node(CLI::App& app, Context& ctx) {
   cmd->add_option("--workdir", o->workdir, "This node's working directory")->required();
   cmd->add_option("--gpus", o->gpus, "CUDA_VISIBLE_DEVICES for the command");
   cmd->add_option("--bin-dir", o->bin_dir, "Folder put first on the command's PATH (default: air's own)");
+  cmd->add_option("--run-as", o->run_as, "As root: the unix account the command runs as (air-u-* made if missing)");
+  cmd->add_flag("--require-sandbox", o->require_sandbox, "Fail rather than run the command without the run sandbox");
+  cmd->add_flag("--sandbox-checked", o->sandbox_checked, "The workspace built the run sandbox on this machine: no probe");
   cmd->add_option("--drain-timeout", *drain_s, "Seconds to keep shipping logs after the command ended")
       ->default_val(600);
   cmd->callback([o, drain_s, node, &ctx] {

@@ -11,6 +11,7 @@
 #include "core/base/error.h"
 #include "core/client/local_daemon.h"
 #include "server/api/router.h"
+#include "server/workspace/isolation.h"
 
 namespace air::cli {
 
@@ -19,7 +20,7 @@ namespace {
 struct ServerFlags {
   std::string home, host = "127.0.0.1", cert, key;
   int port = 8470, prefer_port = 0;
-  bool daemon = false;
+  bool daemon = false, single_trust_domain = false;
   uint64_t max_snapshot_mb = 4096;
   int audit_retention_days = 365;
   uint64_t max_unpack_bytes = 8ull << 30, max_unpack_entries = 1000000;
@@ -33,13 +34,23 @@ void run_status(Context& ctx, const std::string& home_flag) {
   auto d = read_daemon_info(home);
   bool up = daemon_lock_held(home);
   bool answering = up && d && daemon_healthy(*d, 5000);
+  auto iso = up ? server::read_isolation(home) : std::nullopt;
   if (ctx.global.output == "json") {
     nlohmann::json j{{"running", up}, {"home", home}};
     if (up && d) j.update({{"pid", d->pid}, {"url", d->url}, {"answering", answering}});
+    if (iso)
+      j["isolation"] = {{"backend", iso->backend}, {"sandbox", iso->probed ? nlohmann::json(iso->sandbox) : nlohmann::json()},
+                        {"why_not", iso->why_not}, {"per_owner_accounts", iso->per_owner_accounts},
+                        {"single_trust_domain", iso->single_trust_domain}};
     print_json(ctx, j);
   } else if (up && d) {
     *ctx.out << "local workspace: running (pid " << d->pid << ") at " << d->url
              << (answering ? "" : " (busy: not answering within 5 s)") << "\n  state: " << home << "\n";
+    if (iso) {
+      std::string lines = server::describe_isolation(*iso);
+      for (size_t at = 0, nl; (nl = lines.find('\n', at)) != std::string::npos; at = nl + 1)
+        *ctx.out << "  " << lines.substr(at, nl - at + 1);
+    }
   } else if (up) {
     *ctx.out << "local workspace: starting (state: " << home << ")\n";
   } else {
@@ -89,6 +100,9 @@ void setup_server(CLI::App& app, Context& ctx) {
   cmd->add_option("--volumes-root", f->volumes_root,
                   "Where /Volumes/<catalog>/<schema>/<volume> is kept (default HOME/volumes; on Slurm a shared "
                   "file system every node mounts at the same path)");
+  cmd->add_flag("--single-trust-domain", f->single_trust_domain,
+                "Start every user's runs even where the backend cannot seal them off from each other (all users "
+                "trust each other; docs/security.md)");
   cmd->add_flag("--daemon", f->daemon, "Started by the CLI as the local workspace")->group("");
   cmd->add_option("--prefer-port", f->prefer_port, "With --port 0: try this port first")->group("");
   cmd->require_subcommand(0, 1);
@@ -117,6 +131,7 @@ void setup_server(CLI::App& app, Context& ctx) {
     o.slurm_partition = f->slurm_partition;
     o.slurm_account = f->slurm_account;
     o.slurm_options = f->slurm_options;
+    o.single_trust_domain = f->single_trust_domain;
     if (!f->volumes_root.empty()) o.volumes_root = std::filesystem::absolute(f->volumes_root).lexically_normal().string();
     ctx.exit_code = server::serve(o, *ctx.out, *ctx.err);
   });

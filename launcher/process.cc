@@ -52,11 +52,15 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 
 // Runs in the forked child before exec. Reports failures as {stage, errno} on err_fd.
 [[noreturn]] void exec_child(const char* path, char** argv, char** envp, const char* cwd, int devnull, int out,
-                             int err, int err_fd) {
+                             int err, int err_fd, bool wrapped) {
   int stage = 0;
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  if (wrapped)
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &ign, nullptr);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -143,7 +147,7 @@ ChildProcess::ChildProcess(const SpawnOptions& o) {
   if (pid < 0) throw Error(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
     exec_child(path.c_str(), argv.data(), envp.data(), o.cwd.empty() ? nullptr : o.cwd.c_str(), devnull, out[1],
-               err[1], report[1]);
+               err[1], report[1], o.wrapped);
   }
   setpgid(pid, pid);  // also done by the child; whichever runs first wins, the other fails harmlessly
   close(devnull);
@@ -245,6 +249,13 @@ void ChildProcess::kill_group_and_reap() {
     while (waitpid(guardian_, &st, 0) < 0 && errno == EINTR) {
     }
     guardian_ = -1;
+  }
+  // A PID namespace's processes (the run sandbox) die after its init, asynchronously: wait, briefly, until
+  // none of the group is left, so that "done" means gone.
+  for (int i = 0; i < 400 && !process_group_members(pid_).empty(); ++i) {
+    kill(-pid_, SIGKILL);
+    struct timespec ts {0, 5 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
   }
 }
 

@@ -15,6 +15,10 @@ struct SpawnOptions {
   std::vector<std::string> env;   // the whole environment, "NAME=value"
   std::string cwd;                // empty: inherit
   bool guardian = true;           // fork a guardian that kills the group when this process dies
+  // argv starts with a wrapper (the run sandbox) that must outlive the SIGTERM/SIGINT/SIGHUP the group gets
+  // on a stop, so that the command has its grace period: it starts with them ignored, and restores them for
+  // the command (core/sandbox/sandbox.h). SIGKILL still ends everything.
+  bool wrapped = false;
   std::chrono::milliseconds guardian_grace{5000};
 };
 

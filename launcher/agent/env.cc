@@ -98,6 +98,10 @@ std::vector<std::string> build_command_env(const api::NodeSpec& spec, const Node
   // The agent's credentials are not the command's: a command printing its environment must not leak them.
   env.erase("AIR_NODE_TOKEN");
   env.erase("AIR_TOKEN");
+  // Nor where the workspace keeps its state, nor the workspace's own client settings (docs/security.md).
+  for (const char* name : {"AIR_HOME", "AIR_CONFIG_FILE", "AIR_HOST", "DATABRICKS_TOKEN", "DATABRICKS_HOST",
+                           "DATABRICKS_CONFIG_FILE", "DATABRICKS_CONFIG_PROFILE", "SSH_AUTH_SOCK"})
+    env.erase(name);
   for (const auto& [k, v] : spec.env) env[k] = v;
   auto n = [](long v) { return std::to_string(v); };
   env["NUM_NODES"] = env["PET_NNODES"] = n(spec.num_nodes);

@@ -332,7 +332,7 @@ std::map<std::string, std::string> python_env(const api::NodeSpec& spec, const C
 }
 
 // Everything between the spec and the command (the run flow's step 5): Slurm's placement, secrets, code,
-// hyperparameters, the environment (rendezvous, venv, MLflow, secrets) and the /Volumes mount.
+// hyperparameters, the environment (rendezvous, venv, MLflow, secrets) and the sandbox with /Volumes.
 SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Client& client, const std::string& dir,
                              Pipeline& pipeline, StatusReporter& status) {
   AgentLog& log = pipeline.log;
@@ -347,15 +347,18 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
   write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
   SpawnOptions spawn;
   spawn.env = build_command_env(spec, o, paths, current_environment());
-  overlay_env(spawn.env, python_env(spec, paths, spawn.env, pipeline));
+  auto py = python_env(spec, paths, spawn.env, pipeline);
+  const std::string venv = py.count("VIRTUAL_ENV") ? py["VIRTUAL_ENV"] : "";
+  overlay_env(spawn.env, py);
   overlay_env(spawn.env, mlflow_env(spec, o));
   overlay_env(spawn.env, secrets);
   for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
   if (status.stop_requested()) throw Error("stopped by workspace");
   if (g_signal.load()) throw Error("node agent interrupted before the command started");
-  VolumesSetup vols = prepare_volumes(spec, paths.code_dir, spawn.env, log);
-  if (!vols.notice.empty()) note_in_node_log(pipeline, vols.notice);
-  spawn.argv = vols.argv_prefix;
+  SandboxSetup box = prepare_sandbox(spec, o, dir, paths, venv, spawn.env, log);
+  if (!box.notice.empty()) note_in_node_log(pipeline, box.notice);
+  spawn.argv = box.argv_prefix;
+  spawn.wrapped = box.notice.empty();  // in the sandbox
   spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
   spawn.cwd = paths.code_dir;
   spawn.guardian_grace = o.stop_grace;
@@ -370,6 +373,11 @@ int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& s
   pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
   status.set_running(child.pid());
   Outcome out = supervise(child, pipeline, status, wake, grace);
+  // In the sandbox the leader is bwrap, which exits 128 + N when the command was killed by signal N: said
+  // as the signal it was (a command that itself exits 129..192 is reported the same way).
+  if (spawn.wrapped && WIFEXITED(out.wait_status) && WEXITSTATUS(out.wait_status) > 128 &&
+      WEXITSTATUS(out.wait_status) < 128 + 32)
+    out.wait_status = WEXITSTATUS(out.wait_status) - 128;
   pipeline.log.info(describe_exit(out.wait_status));
   final.exit_code = exit_code_from_wait_status(out.wait_status);
   if (out.interrupted) {

@@ -10,6 +10,7 @@
 
 #include "core/wire/api.h"
 #include "core/client/client.h"
+#include "core/sandbox/sandbox.h"
 #include "core/snapshot/snapshot.h"
 
 namespace air::launcher {
@@ -24,6 +25,9 @@ struct NodeAgentOptions {
   std::string bin_dir;  // first on the command's PATH; empty: the folder of the running executable
   std::string token;    // from AIR_NODE_TOKEN; never printed
   bool slurm = false;   // started by srun: rank, node count and MASTER_ADDR from SLURM_* (launcher/agent/slurm_env.h)
+  std::string run_as;   // as root: the unix account the command runs as (the run owner's; air-u-* made if missing)
+  bool require_sandbox = false;  // no sandbox on this node fails the node (a workspace of several users)
+  bool sandbox_checked = false;  // the workspace built one on this machine at start: skip the probe (~15 ms)
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds stop_grace{5000};
   // How long a finished command waits for its log to reach the workspace (which may be restarting).
@@ -68,13 +72,17 @@ std::vector<std::string> build_command_env(const api::NodeSpec& spec, const Node
 // The current process's environment as "NAME=value" strings.
 std::vector<std::string> current_environment();
 
-// Makes the volume folders the workload names and decides how the command sees /Volumes: the argv words
-// to run it under (bubblewrap), or none and AIR_VOLUMES_ROOT added to env with a notice for the node log.
-struct VolumesSetup {
+// Seals the command off (launcher/agent/sandbox.cc): makes the volume folders the workload names, hands the
+// command's files to the account it runs as (root: options.run_as), and returns the argv words to run it
+// under (the sandbox, or only setpriv), or, where this node cannot build a sandbox, a notice for the node
+// log (AIR_VOLUMES_ROOT is then added to env). Throws air::Error where options.require_sandbox forbids that.
+struct SandboxSetup {
   std::vector<std::string> argv_prefix;
-  std::string notice;  // non-empty on the fallback
+  std::string notice;  // non-empty without a sandbox
+  UnixAccount account; // the account the command runs as; empty name: the agent's own
 };
-VolumesSetup prepare_volumes(const api::NodeSpec& spec, const std::string& cwd, std::vector<std::string>& env,
+SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& options, const std::string& node_dir,
+                             const CommandPaths& paths, const std::string& venv, std::vector<std::string>& env,
                              AgentLog& log);
 
 // Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.

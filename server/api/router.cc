@@ -539,7 +539,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) wo.admin_user = pw->pw_name;  // `air list`'s "you"
   if (const char* m = std::getenv("AIR_SERVER_MINUTE_MS"); m && std::atoll(m) > 0) wo.minute_ms = std::atoll(m);
   NodeBackend nb = make_backend(o);
-  wo.probe_volumes_ns = nb.name == "local";  // Slurm nodes are other machines: their agents say it
+  wo.isolation = probe_isolation(nb.name, o.single_trust_domain);  // Slurm nodes are other machines: their agents say it
   // The scheduler's pools: GPU counts on this machine; on Slurm the pools that map to partitions.
   for (const auto& [name, gpus] : nb.file.pools) wo.pools.push_back({name, gpus});
   if (nb.name == "slurm" && wo.pools.empty())
@@ -562,12 +562,14 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   ws.start();
   std::string token = ws.create_admin_token();
   write_daemon_info(o.home, DaemonInfo{static_cast<int>(::getpid()), port, url, token, o.home});
+  write_isolation(o.home, wo.isolation);
   if (!o.daemon) {
     if (agent_url != url || nb.name != "local")
       out << "air server: backend " << nb.name << "; nodes reach this workspace at " << agent_url << "\n";
     out << "air server: listening on " << url << " (state in " << o.home << ")\n"
         << "  export AIR_HOST=" << url << "\n"
-        << "  export AIR_TOKEN=$(sed -n 's/.*\"token\": \"\\(.*\\)\".*/\\1/p' " << daemon_info_path(o.home) << ")\n";
+        << "  export AIR_TOKEN=$(sed -n 's/.*\"token\": \"\\(.*\\)\".*/\\1/p' " << daemon_info_path(o.home) << ")\n"
+        << describe_isolation(wo.isolation);
     out.flush();
   } else {
     err << "air server: listening on " << url << " (pid " << ::getpid() << ")\n";

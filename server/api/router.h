@@ -27,6 +27,7 @@ struct ServerOptions {
   std::string advertise_url;               // the URL agents use; without a port, the bound port is added
   std::string slurm_partition, slurm_account;
   std::vector<std::string> slurm_options;  // extra sbatch options
+  bool single_trust_domain = false;        // every user's runs start even where nothing separates them
 };
 
 namespace http { class Server; }

@@ -15,7 +15,8 @@ AttemptLaunchResult Backend::launch_attempt(const AttemptLaunch& l) {
   for (int n = 0; n < l.num_nodes; ++n) {
     NodeLaunch nl{l.run_id, l.attempt, n, l.server_url, l.token, fmt::format("{}/node_{}", l.attempt_dir, n),
                   n < static_cast<int>(l.node_gpus.size()) ? l.node_gpus[n] : "", l.bin_dir,
-                  fmt::format("{}/node_{}.agent.log", l.attempt_dir, n)};
+                  fmt::format("{}/node_{}.agent.log", l.attempt_dir, n), l.run_as, l.require_sandbox,
+                    l.sandbox_checked};
     try {
       out.agent_pids[n] = start_node(nl);
     } catch (const std::exception& e) {

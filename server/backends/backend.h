@@ -19,6 +19,9 @@ struct NodeLaunch {
   std::string gpus;        // CUDA_VISIBLE_DEVICES for the node, "" for none
   std::string bin_dir;     // where air, air-torchrun, air-train live
   std::string agent_log;   // the agent's own stdout/stderr
+  std::string run_as;      // root workspace: the unix account the command runs as ("" : the agent's)
+  bool require_sandbox = false;  // the agent fails the node where it cannot build the run sandbox
+  bool sandbox_checked = false;  // the workspace built one on this machine at start: the agent need not probe
 };
 
 // Everything one attempt of a run needs, for backends that launch a whole attempt at once.
@@ -34,6 +37,9 @@ struct AttemptLaunch {
   std::optional<int> timeout_minutes;
   std::string pool;            // compute.pool_id ("" for the default pool); Slurm: a partition
   std::string priority_class;  // BEST_EFFORT | NORMAL | CRITICAL; Slurm: a QOS or --nice
+  std::string run_as;          // root workspace: the owner's unix account (Slurm: the job's --uid)
+  bool require_sandbox = false;
+  bool sandbox_checked = false;  // local backend: the sandbox was built on this machine at start
 };
 
 struct AttemptLaunchResult {

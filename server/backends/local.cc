@@ -63,6 +63,9 @@ int LocalBackend::start_node(const NodeLaunch& l) {
   std::vector<std::string> args = {air_binary_, "node", "--server", l.server_url, "--run", l.run_id,
                                    "--attempt", std::to_string(l.attempt), "--node", std::to_string(l.rank),
                                    "--workdir", l.workdir, "--bin-dir", l.bin_dir};
+  if (!l.run_as.empty()) args.insert(args.end(), {"--run-as", l.run_as});
+  if (l.require_sandbox) args.push_back("--require-sandbox");
+  if (l.sandbox_checked) args.push_back("--sandbox-checked");
   if (!l.gpus.empty()) {
     args.push_back("--gpus");
     args.push_back(l.gpus);

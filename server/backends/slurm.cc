@@ -45,6 +45,15 @@ std::vector<std::string> sbatch_argv(const AttemptLaunch& l, const SlurmOptions&
   return a;
 }
 
+// The run sandbox's settings for each node's agent (docs/security.md, "Threat model"): the owner's unix
+// account where the job runs as root, and whether a node without a sandbox must refuse the command.
+static std::string sandbox_flags(const AttemptLaunch& l) {
+  std::string out;
+  if (!l.run_as.empty()) out += " --run-as " + shell_quote(l.run_as);
+  if (l.require_sandbox) out += " --require-sandbox";
+  return out;
+}
+
 std::string batch_script(const AttemptLaunch& l, const SlurmOptions& o) {
   // %n in srun's --output and in the agent's --workdir is the node's index in the job (SLURM_NODEID).
   return fmt::format(
@@ -52,11 +61,11 @@ std::string batch_script(const AttemptLaunch& l, const SlurmOptions& o) {
       "# air run {run}, attempt {k}: one node agent per allocated node. Written by the workspace; it holds no\n"
       "# credentials (the node token comes through the job's environment).\n"
       "exec srun --nodes={n} --ntasks-per-node=1 --kill-on-bad-exit=0 --output={log} \\\n"
-      "  {air} node --slurm --server {url} --run {run} --attempt {k} --workdir {wd} --bin-dir {bin}\n",
+      "  {air} node --slurm --server {url} --run {run} --attempt {k} --workdir {wd} --bin-dir {bin}{sandbox}\n",
       fmt::arg("run", l.run_id), fmt::arg("k", l.attempt), fmt::arg("n", l.num_nodes),
       fmt::arg("log", shell_quote(l.attempt_dir + "/node_%n.agent.log")), fmt::arg("air", shell_quote(o.air_binary)),
       fmt::arg("url", shell_quote(l.server_url)), fmt::arg("wd", shell_quote(l.attempt_dir + "/node_%n")),
-      fmt::arg("bin", shell_quote(l.bin_dir)));
+      fmt::arg("bin", shell_quote(l.bin_dir)), fmt::arg("sandbox", sandbox_flags(l)));
 }
 
 AttemptLaunchResult SlurmBackend::launch_attempt(const AttemptLaunch& l) {

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "core/sandbox/sandbox.h"
 #include "core/wire/run_state.h"
 #include "server/workspace/services.h"
 #include "server/workspace/workspace.h"
@@ -251,6 +252,10 @@ bool Workspace::start_attempt(RunRecord& r) {
                   attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
                   r.info.timeout_minutes};
   l.pool = r.info.pool_id;
+  // Whose account the commands run as (a root workspace), and whether a node without a sandbox must refuse.
+  if (opts_.isolation.per_owner_accounts) l.run_as = owner_unix_account_name(r.info.user);
+  l.sandbox_checked = opts_.isolation.probed && opts_.isolation.sandbox;
+  l.require_sandbox = needs_separation(opts_.isolation, r.info.user, identity_->bootstrap_admin(), identity_->users().size());
   l.priority_class = r.info.priority_class;
   for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
   if (backend_->batch()) {

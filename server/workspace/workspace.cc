@@ -18,7 +18,7 @@
 #include "core/base/error.h"
 #include "core/base/host.h"
 #include "core/wire/run_state.h"
-#include "core/volumes/namespace.h"
+#include "core/sandbox/sandbox.h"
 #include "core/volumes/workload_volumes.h"
 #include "core/workload/workload.h"
 #include "server/workspace/services.h"
@@ -285,6 +285,8 @@ std::string Workspace::new_run_id() const {
 api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& who) {
   if (who.is_node() || who.user.empty())
     throw HttpError(403, "PERMISSION_DENIED", "a node token may not submit runs");
+  if (auto why = isolation_refusal(opts_.isolation, who.user, identity_->bootstrap_admin(), identity_->users().size()))
+    throw HttpError(409, "SANDBOX_UNAVAILABLE", *why);
   ParseOptions po;
   po.check_paths = false;  // the paths are on the submitter's machine; the snapshot carries the files
   ParseResult parsed = parse_workload_text(req.workload_yaml, req.file_name.empty() ? "workload.yaml" : req.file_name,
@@ -423,10 +425,9 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
   api::RunInfo reply = stored.info;
   reply.notices = notices;
-  if (opts_.probe_volumes_ns && !named_volume_paths(stored.spec_json).empty()) {
-    std::call_once(ns_probe_once_, [this] { ns_probe_ = probe_volumes_ns(volumes_.root()); });
-    if (!ns_probe_.empty()) reply.notices.push_back(volumes_fallback_notice(ns_probe_, volumes_.root()));
-  }
+  // Nodes on this machine without a sandbox see the volumes at AIR_VOLUMES_ROOT: said once, here.
+  if (opts_.isolation.probed && !opts_.isolation.sandbox && !named_volume_paths(stored.spec_json).empty())
+    reply.notices.push_back(volumes_fallback_notice(opts_.isolation.why_not, volumes_.root()));
   return reply;
 }
 

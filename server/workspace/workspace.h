@@ -20,6 +20,7 @@
 #include "server/store/blobs.h"
 #include "server/store/identity.h"
 #include "server/workspace/access.h"
+#include "server/workspace/isolation.h"
 #include "server/store/logs.h"
 #include "server/store/snapshot_uploads.h"
 #include "server/store/store.h"
@@ -46,7 +47,10 @@ struct WorkspaceOptions {
   std::string home;      // state folder: workspace.db, blobs/, runs/
   std::string bin_dir;   // given to agents (--bin-dir)
   std::string volumes_root;  // where /Volumes is kept; empty: home/volumes
-  bool probe_volumes_ns = false;  // nodes run on this machine: tell at submit when /Volumes cannot be mapped
+  // What separates users' runs (serve() probes it; docs/security.md "Threat model"): a local backend without
+  // a sandbox refuses other users' runs at submit, and each node is told the account and whether it must
+  // refuse to run without a sandbox.
+  Isolation isolation;
   uint64_t max_snapshot_bytes = 4ull << 30;
   uint64_t max_unpack_bytes = 8ull << 30;   // what one node may unpack a snapshot to (disk blocks)
   uint64_t max_unpack_entries = 1000000;
@@ -232,8 +236,6 @@ class Workspace {
   Store store_;
   BlobStore blobs_;
   VolumeStore volumes_;
-  std::once_flag ns_probe_once_;
-  std::string ns_probe_;  // "" when private /Volumes namespaces work here
   LogStore logs_;
   std::unique_ptr<WorkspaceServices> services_;
   std::unique_ptr<IdentityStore> identity_;

@@ -14,6 +14,8 @@ parquet_wasm_install "$SRC" "$(cd "$BIN/.." && pwd)/parquet-oracle"
 pqdir="$(cd "$BIN/.." && pwd)/parquet-oracle"
 source "$(dirname "$0")/lib/common.bash"
 
+# The cache is shared by both runs: a volume (a command sees no host folder outside its sandbox).
+HF_CACHE="$AIR_HOME/volumes/main/default/hf"
 TOKEN="hf_e2e_$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 repos="$E2E_TMP/repos"
 model="$repos/models/testorg/tiny-llama" data="$repos/datasets/testorg/alpaca-tiny"
@@ -46,7 +48,7 @@ command: |
     --master_addr="\$MASTER_ADDR" --master_port="\$MASTER_PORT" air-train
 env_variables:
   OMP_NUM_THREADS: 1
-  HF_HOME: $E2E_TMP/hf
+  HF_HOME: /Volumes/main/default/hf
   HF_ENDPOINT: $endpoint
 $2
 secrets:
@@ -81,9 +83,9 @@ grep -q '"step":6' "$E2E_TMP/online.log" || fail "training did not reach step 6:
 [ "$(stats 'd["blob_get"]')" = 1 ] || fail "expected one blob download (the train split's Parquet file), got $(stats 'd')"
 [ "$(stats 'd["resolve_get"]')" = 3 ] || fail "expected 3 small-file downloads (config, tokenizer, tokenizer_config) for 2 ranks, got $(stats 'd')"
 [ "$(stats 'd["blob_auth_rejected"]')" = 0 ] || fail "the token was sent to the blob host"
-ls "$E2E_TMP"/hf/hub/datasets--testorg--alpaca-tiny/snapshots/*/data/train-00000-of-00001.parquet >/dev/null ||
+ls "$HF_CACHE"/hub/datasets--testorg--alpaca-tiny/snapshots/*/data/train-00000-of-00001.parquet >/dev/null ||
   fail "the dataset is not in huggingface_hub's cache layout"
-[ ! -e "$(echo "$E2E_TMP"/hf/hub/datasets--testorg--alpaca-tiny/snapshots/*)/data/test-00000-of-00001.parquet" ] ||
+[ ! -e "$(echo "$HF_CACHE"/hub/datasets--testorg--alpaca-tiny/snapshots/*)/data/test-00000-of-00001.parquet" ] ||
   fail "the test split was downloaded too"
 if grep -rqF "$TOKEN" "$E2E_TMP/online.log" "$E2E_TMP/online.out" "$AIR_HOME"/runs 2>/dev/null; then fail "the token appears in a log"; fi
 echo "online: trained from the hub; $(stats 'd["blob_get"]') blob and $(stats 'd["resolve_get"]') small-file downloads for 2 ranks"

@@ -94,7 +94,7 @@ echo "ok: an upload killed mid-write left no file under its name"
 
 # ---- the fallback: no namespaces (forced), AIR_VOLUMES_ROOT instead ----
 "$AIR" server stop >/dev/null
-export AIR_VOLUMES_NS=off
+export AIR_SANDBOX=off
 cat > "$E2E_TMP/fallback.yaml" <<EOF
 experiment_name: volumes-fallback
 compute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}
@@ -102,7 +102,7 @@ env_variables: {OUT: /Volumes/main/default/fb}
 command: test ! -e /Volumes && echo "root=\$AIR_VOLUMES_ROOT" && echo ok > "\$AIR_VOLUMES_ROOT/main/default/fb/x"
 EOF
 "$AIR" run -f "$E2E_TMP/fallback.yaml" --watch > "$E2E_TMP/fb.out" 2> "$E2E_TMP/fb.err" || { cat "$E2E_TMP/fb.err"; fail "the fallback run failed"; }
-[ "$(grep -c "note: volumes: cannot give the command a private /Volumes (AIR_VOLUMES_NS=off)" "$E2E_TMP/fb.err")" = 1 ] ||
+[ "$(grep -c "note: volumes: cannot give the command a private /Volumes (AIR_SANDBOX=off)" "$E2E_TMP/fb.err")" = 1 ] ||
   fail "the fallback is not said once at submit: $(cat "$E2E_TMP/fb.err")"
 fid=$("$AIR" -o json list --all-status | json_get - 'd["runs"][0]["run_id"]')
 "$AIR" logs "$fid" | grep -q "air node: volumes: cannot give the command a private /Volumes" || fail "the node log does not say it"
