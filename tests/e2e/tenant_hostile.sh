@@ -33,15 +33,18 @@ as "$ALICE" fs mkdir dbfs:/Volumes/main/alice/data
 as "$ALICE" fs cp "$E2E_TMP/a.txt" dbfs:/Volumes/main/alice/data/a.txt 2> /dev/null
 mkdir -p "$E2E_TMP/alice_proj"
 echo "print('$CODE_MARK')" > "$E2E_TMP/alice_proj/train.py"
-# TODO(issue 40, items 3/4: a non-admin's HEAD /snapshots answers 403 until the API half lands): alice's
-# code goes in as `code_source` once that works; until then her code is written by her command itself.
+# alice (not an admin) sends her code as a snapshot, as every user does.
 cat > "$E2E_TMP/alice_proj/a.yaml" <<YAML
 experiment_name: alice-private
 compute:
   accelerator_type: CPU_1xHOST
   num_accelerators: 1
+code_source:
+  type: snapshot
+  snapshot:
+    root_path: .
 command: |
-  echo "print('$CODE_MARK')" > train.py
+  grep -q '$CODE_MARK' "\$CODE_SOURCE_PATH/train.py" || { echo "alice's code is missing"; exit 3; }
   echo "written by alice's run" > /Volumes/main/alice/data/run.txt
   echo alice-started
   exec sleep 3017
