@@ -78,6 +78,31 @@ struct Run {
 
 }  // namespace
 
+namespace {
+
+// Tiny configs of every family, built here (independent of the fixtures): each option on.
+std::vector<std::pair<std::string, nlohmann::json>> tiny_family_configs() {
+  nlohmann::json base = {{"vocab_size", 40},         {"hidden_size", 16},       {"intermediate_size", 24},
+                         {"num_hidden_layers", 2},   {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                         {"rms_norm_eps", 1e-6},     {"max_position_embeddings", 64}};
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  auto add = [&](const char* name, nlohmann::json extra) {
+    nlohmann::json j = base;
+    j.update(extra);
+    out.emplace_back(name, j);
+  };
+  add("mistral", {{"model_type", "mistral"}, {"head_dim", 6}, {"sliding_window", 3}});
+  add("qwen2", {{"model_type", "qwen2"}, {"tie_word_embeddings", true}});
+  add("qwen3", {{"model_type", "qwen3"}, {"head_dim", 6}});
+  add("gemma3_text", {{"model_type", "gemma3_text"}, {"head_dim", 6}, {"sliding_window", 3}, {"query_pre_attn_scalar", 5},
+                      {"final_logit_softcapping", 0.7}, {"layer_types", {"sliding_attention", "full_attention"}}});
+  add("phi3", {{"model_type", "phi3"}, {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"partial_rotary_factor", 0.5}, {"original_max_position_embeddings", 4},
+               {"rope_scaling", {{"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", {3.0, 5.0}}}}});
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("families: our fp32 logits, loss and every gradient equal transformers' (1e-4 relative)") {
   at::NoGradGuard no_grad;
   for (const char* name : kFamilies) {
@@ -209,23 +234,32 @@ TEST_CASE("families: the LoRA block with zero adapters computes the block's outp
   lc.r = 2;
   lc.alpha = 4;
   lc.target_modules = lora_module_names();
-  for (const char* name : kFamilies) {
+  for (const auto& [name, j] : tiny_family_configs()) {
     DYNAMIC_SECTION(name) {
-      Run r(fixture_dir(name));
-      const ModelConfig& c = r.c;
+      const ModelConfig c = parse_model_config(j, name);
       if (c.fused_checkpoint) continue;  // LoRA on Phi-3 is refused when the config is read (engine.h)
+      LlamaModel m(c, at::kCPU, at::kFloat);
+      m.init_random(4);
       at::manual_seed(11);
-      const int64_t B = 2, T = 12, N = B * T;
-      const AttnPlans ps = r.plans(B, T);
+      for (auto& [n, p] : m.named_parameters()) p.add_(at::randn(p.sizes()) * 0.1);
+      std::vector<at::Tensor> flats;
+      for (const auto& b : m.blocks()) {
+        std::vector<at::Tensor> parts;
+        for (const auto& t : b.list()) parts.push_back(t.reshape(-1));
+        flats.push_back(at::cat(parts));
+      }
+      const int64_t B = 2, T = 7, N = B * T;
+      at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).repeat({B, 1});
+      const AttnPlans ps = make_attn_plans(c, Rope(c, at::kCPU), pos, at::Tensor(), at::kFloat, at::kCPU);
       at::Tensor h = at::randn({N, c.hidden_size}), dout = at::randn({N, c.hidden_size});
-      for (size_t l = 0; l < r.flats.size(); ++l) {
+      for (size_t l = 0; l < flats.size(); ++l) {
         const AttnPlan& plan = ps.layer(c, static_cast<int64_t>(l));
         BlockSaved s;
-        at::Tensor want = block_fwd(c, block_view(c, r.flats[l]), h, plan, &s);
-        at::Tensor g = at::zeros_like(r.flats[l]);
-        at::Tensor want_dh = block_bwd(c, block_view(c, r.flats[l]), block_view(c, g), h, s, dout, plan);
+        at::Tensor want = block_fwd(c, block_view(c, flats[l]), h, plan, &s);
+        at::Tensor g = at::zeros_like(flats[l]);
+        at::Tensor want_dh = block_bwd(c, block_view(c, flats[l]), block_view(c, g), h, s, dout, plan);
         at::Tensor base = at::empty({lora_base_numel(c, lc)});
-        lora_base_pack(c, lc, r.m.blocks()[l].list(), base);
+        lora_base_pack(c, lc, m.blocks()[l].list(), base);
         LoraBaseView view = lora_base_view(c, lc, base);
         std::vector<LoraParamSpec> specs = lora_block_params(c, lc);
         std::vector<at::Tensor> ts;
@@ -238,8 +272,8 @@ TEST_CASE("families: the LoRA block with zero adapters computes the block's outp
         LoraBlock a = lora_block_weights(c, lc, aflat, &view);
         lora_block_attach_grads(c, lc, a, gflat);
         LoraSaved ls;
-        check_rel(lora_block_fwd(c, view.w, a, h, plan, &ls), want, 1e-5, std::string(name) + " LoRA block output");
-        check_rel(lora_block_bwd(c, view.w, a, h, ls, dout, plan), want_dh, 1e-4, std::string(name) + " LoRA input gradient");
+        check_rel(lora_block_fwd(c, view.w, a, h, plan, &ls), want, 1e-5, name + " LoRA block output");
+        check_rel(lora_block_bwd(c, view.w, a, h, ls, dout, plan), want_dh, 1e-4, name + " LoRA input gradient");
         REQUIRE(gflat.abs().max().item<double>() > 0);  // the B matrices got gradients
       }
     }
@@ -332,30 +366,6 @@ TEST_CASE("families: LoRA on Phi-3's fused projections is refused when the confi
   check_model_features(t, load_model_config(fixture_dir("qwen3") + "/config.json"), "qwen3");
 }
 
-namespace {
-
-// Tiny configs of every family, built here (independent of the fixtures): each option on.
-std::vector<std::pair<std::string, nlohmann::json>> tiny_family_configs() {
-  nlohmann::json base = {{"vocab_size", 40},         {"hidden_size", 16},       {"intermediate_size", 24},
-                         {"num_hidden_layers", 2},   {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                         {"rms_norm_eps", 1e-6},     {"max_position_embeddings", 64}};
-  std::vector<std::pair<std::string, nlohmann::json>> out;
-  auto add = [&](const char* name, nlohmann::json extra) {
-    nlohmann::json j = base;
-    j.update(extra);
-    out.emplace_back(name, j);
-  };
-  add("mistral", {{"model_type", "mistral"}, {"head_dim", 6}, {"sliding_window", 3}});
-  add("qwen2", {{"model_type", "qwen2"}, {"tie_word_embeddings", true}});
-  add("qwen3", {{"model_type", "qwen3"}, {"head_dim", 6}});
-  add("gemma3_text", {{"model_type", "gemma3_text"}, {"head_dim", 6}, {"sliding_window", 3}, {"query_pre_attn_scalar", 5},
-                      {"final_logit_softcapping", 0.7}, {"layer_types", {"sliding_attention", "full_attention"}}});
-  add("phi3", {{"model_type", "phi3"}, {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"partial_rotary_factor", 0.5}, {"original_max_position_embeddings", 4},
-               {"rope_scaling", {{"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", {3.0, 5.0}}}}});
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("families: the hand-written backward is the gradient of its forward (central differences in fp64)") {
   at::NoGradGuard no_grad;
@@ -433,6 +443,49 @@ TEST_CASE("families: the hand-written backward is the gradient of its forward (c
         INFO(name << " " << n << ": finite difference " << fd << ", backward " << an);
         REQUIRE(std::abs(fd - an) <= 1e-2 * std::max(1.0, std::abs(fd)));
       }
+    }
+  }
+}
+
+TEST_CASE("families: save -> load gives the same weights and logits; tied heads and Phi-3's fused tensors as HF lays them out") {
+  at::NoGradGuard no_grad;
+  for (const auto& [name, j] : tiny_family_configs()) {
+    DYNAMIC_SECTION(name) {
+      const ModelConfig c = parse_model_config(j, name);
+      LlamaModel m(c, at::kCPU, at::kFloat);
+      m.init_random(8);
+      const fs::path out = fs::temp_directory_path() / ("air-families-save-" + std::to_string(::getpid())) / name;
+      fs::remove_all(out);
+      SaveOptions o;
+      o.output_dir = out.string();
+      o.dtype = at::kFloat;
+      save_checkpoint(m, o);
+      auto file = SafetensorsFile::open((out / "model.safetensors").string());
+      REQUIRE(file->contains("lm_head.weight") == !c.tie_word_embeddings);
+      REQUIRE(file->contains("model.layers.0.self_attn.qkv_proj.weight") == c.fused_checkpoint);
+      REQUIRE(file->contains("model.layers.0.mlp.gate_up_proj.weight") == c.fused_checkpoint);
+      REQUIRE(file->contains("model.layers.0.self_attn.q_proj.weight") == !c.fused_checkpoint);
+      REQUIRE(file->contains("model.layers.1.self_attn.q_proj.bias") == c.qkv_bias);
+      REQUIRE(file->contains("model.layers.1.self_attn.q_norm.weight") == c.qk_norm);
+      REQUIRE(file->contains("model.layers.1.pre_feedforward_layernorm.weight") == c.sandwich_norm);
+      REQUIRE(file->contains("model.layers.1.post_feedforward_layernorm.weight") == c.sandwich_norm);
+      REQUIRE(file->entries().size() == checkpoint_specs(c, at::kFloat).size());
+      if (c.norm_plus_one) REQUIRE(at::equal(m.root().norm, at::zeros_like(m.root().norm)));  // (1 + w): w starts at 0
+      if (c.qkv_bias) REQUIRE(at::equal(m.blocks()[0].q_bias, at::zeros_like(m.blocks()[0].q_bias)));
+      std::ifstream in(out / "config.json");
+      const nlohmann::json written = nlohmann::json::parse(in);
+      REQUIRE(written["model_type"] == c.model_type);
+      REQUIRE(written["architectures"][0] == c.architecture);
+      LlamaModel back(load_model_config((out / "config.json").string()), at::kCPU, at::kFloat);
+      back.load_pretrained(out.string());
+      const auto a = m.named_parameters(), b = back.named_parameters();
+      REQUIRE(a.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].first);
+        REQUIRE(a[i].first == b[i].first);
+        REQUIRE(at::equal(a[i].second, b[i].second));
+      }
+      fs::remove_all(out.parent_path());
     }
   }
 }
