@@ -128,7 +128,8 @@ Prepared prepare(TrainConfig& c, std::ostream& log) {
   const Source model = resolve_model(c.model_name, &log);
   log << "model source: " << c.model_name << " from " << model.origin << "\n";
   s.model_dir = model.path;
-  s.model_config = load_llama_config((fs::path(s.model_dir) / "config.json").string());
+  s.model_config = load_model_config((fs::path(s.model_dir) / "config.json").string());
+  check_model_features(c, s.model_config, (fs::path(s.model_dir) / "config.json").string());
   p.tokenizer_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
   if (!fs::exists(p.tokenizer_path))
     throw Error("no tokenizer at " + p.tokenizer_path, "put tokenizer.json in the model folder or set tokenizer_path");
@@ -137,7 +138,7 @@ Prepared prepare(TrainConfig& c, std::ostream& log) {
   s.master_dtype = c.master_dtype == "bf16" ? at::kBFloat16 : at::kFloat;
   s.config = c;
   const auto& mc = s.model_config;
-  log << "model: " << s.model_dir << " | " << mc.num_hidden_layers << " layers, hidden " << mc.hidden_size
+  log << "model: " << s.model_dir << " | " << mc.model_type << ", " << mc.num_hidden_layers << " layers, hidden " << mc.hidden_size
       << ", heads " << mc.num_attention_heads << "/" << mc.num_key_value_heads << ", vocab " << mc.vocab_size
       << (mc.tie_word_embeddings ? ", tied" : ", untied") << " | " << mc.num_parameters() << " parameters | init "
       << c.init << "\n";

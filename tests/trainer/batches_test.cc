@@ -1,7 +1,7 @@
 // Data: Alpaca reading and errors, the reference prompt format, response-only targets, padded and packed
 // rows, seeded order, and rank sharding that keeps the global batch the same at any world size.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <unistd.h>
 
 #include <filesystem>

@@ -1,10 +1,10 @@
 // LoRA end to end on the tiny model (CPU): the `lora:` settings and their errors, training that moves only
 // the adapters (the merged checkpoint's untargeted weights are the initial ones, bit for bit), PEFT's file
 // format and key names, merging, resumption and world size 2 (real processes, as train_resume_test.cc).
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +25,6 @@
 #include "trainer/model/model.h"
 #include "trainer/trainer.h"
 
-// REQUIRE, not CHECK: libtorch's c10 logging headers redefine CHECK (a fatal log), which Catch would not count.
 using namespace air::train;
 namespace fs = std::filesystem;
 

@@ -1,6 +1,6 @@
 // air-train's configuration: YAML keys, located errors with did-you-mean, --set overrides, validation.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include "core/base/error.h"
 #include "trainer/config.h"
 

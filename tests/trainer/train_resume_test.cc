@@ -2,10 +2,10 @@
 // output_dir/sharded, and the same command run again continues from the newest complete one: the loss of
 // every later step equals that of one uninterrupted run (within 1e-4 relative), at world sizes 1 and 2
 // (real processes: air-train, and air-torchrun over Gloo). A half-written checkpoint is never picked.
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // air-train end to end on CPU: the tiny model (2 layers, hidden 64) with our own tokenizer trains on the
 // example Alpaca file; the loss falls, follows the golden curve, and the checkpoint loads back.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <unistd.h>
 
 #include <filesystem>

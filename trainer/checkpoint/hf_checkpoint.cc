@@ -68,16 +68,25 @@ void check_output_dir(const std::string& output_dir) {
 std::vector<TensorSpec> checkpoint_specs(const LlamaConfig& c, at::ScalarType dtype) {
   std::vector<TensorSpec> s;
   s.push_back({"model.embed_tokens.weight", dtype, {c.vocab_size, c.hidden_size}});
-  const auto names = BlockWeights::names();
-  const auto shapes = BlockWeights::shapes(c);
+  const auto block = checkpoint_block_tensors(c);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    for (size_t i = 0; i < names.size(); ++i) s.push_back({LlamaModel::block_param_name(l, names[i]), dtype, shapes[i]});
+    for (const auto& [name, shape] : block) s.push_back({LlamaModel::block_param_name(l, name), dtype, shape});
   s.push_back({"model.norm.weight", dtype, {c.hidden_size}});
   if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", dtype, {c.vocab_size, c.hidden_size}});
   return s;
 }
 
-CheckpointSaver::CheckpointSaver(const LlamaConfig& c, SaveOptions o) : o_(std::move(o)) {
+std::vector<std::string> checkpoint_write_order(const LlamaConfig& c) {
+  std::vector<std::string> out = {"model.embed_tokens.weight"};
+  const auto names = BlockWeights::names(c);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (const auto& n : names) out.push_back(LlamaModel::block_param_name(l, n));
+  out.push_back("model.norm.weight");
+  if (!c.tie_word_embeddings) out.push_back("lm_head.weight");
+  return out;
+}
+
+CheckpointSaver::CheckpointSaver(const LlamaConfig& c, SaveOptions o) : config_(c), o_(std::move(o)) {
   check_output_dir(o_.output_dir);
   fs::path out = fs::absolute(o_.output_dir);
   if (out.filename().empty()) out = out.parent_path();
@@ -105,6 +114,7 @@ CheckpointSaver::CheckpointSaver(const LlamaConfig& c, SaveOptions o) : o_(std::
       copy_if_exists(fs::exists(tdir / f) ? tdir / f : src / f, t / f);
   }
   specs_ = checkpoint_specs(c, o_.dtype);
+  order_ = checkpoint_write_order(c);
   writer_ = std::make_unique<ShardedWriter>(tmp_, specs_, o_.max_shard_bytes);
 }
 
@@ -116,7 +126,32 @@ CheckpointSaver::~CheckpointSaver() {
   }
 }
 
-void CheckpointSaver::write(const std::string& name, const at::Tensor& t) { writer_->write(name, t); }
+void CheckpointSaver::write(const std::string& name, const at::Tensor& t) {
+  const std::string layers = "model.layers.";
+  if (!config_.fused_checkpoint || name.rfind(layers, 0) != 0) {
+    writer_->write(name, t);
+    return;
+  }
+  const size_t dot = name.find('.', layers.size());
+  const CheckpointSlot slot = checkpoint_slot(config_, name.substr(dot + 1));
+  if (!slot.rows) {
+    writer_->write(name, t);
+    return;
+  }
+  const std::string file_name = name.substr(0, dot + 1) + slot.suffix;
+  Fused& f = fused_[file_name];
+  if (!f.t.defined()) {
+    for (const auto& sp : specs_)
+      if (sp.name == file_name) f.t = at::empty(sp.shape, at::TensorOptions().dtype(sp.dtype));
+    if (!f.t.defined()) throw Error("checkpoint writer: no tensor " + file_name + " in the checkpoint's layout");
+  }
+  f.t.narrow(0, slot.row, slot.rows).copy_(t.detach().to(at::kCPU));
+  f.filled += slot.rows;
+  if (f.filled == f.t.size(0)) {
+    writer_->write(file_name, f.t);
+    fused_.erase(file_name);
+  }
+}
 
 void CheckpointSaver::commit() {
   writer_->finish();
@@ -144,7 +179,9 @@ void CheckpointSaver::commit() {
 
 void save_checkpoint(const LlamaModel& m, const SaveOptions& o) {
   CheckpointSaver saver(m.config(), o);
-  for (const auto& [name, t] : m.named_parameters()) saver.write(name, t);
+  std::map<std::string, at::Tensor> params;
+  for (const auto& [name, t] : m.named_parameters()) params[name] = t;
+  for (const auto& name : saver.order()) saver.write(name, params.at(name));
   saver.commit();
 }
 

@@ -4,6 +4,7 @@
 // whole. Tensors are streamed one at a time so a sharded trainer can gather them unit by unit.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,21 +38,34 @@ void check_output_dir(const std::string& output_dir);
 // (no private mount namespace on this node): the same path under that root. Else the path unchanged.
 std::string map_volumes_path(const std::string& path);
 
-// The tensors of a checkpoint in write order, with HF names (lm_head.weight absent when tied).
+// The tensors of a checkpoint in write order, with the family's HF names and layout (lm_head.weight absent
+// when tied; Phi-3's fused self_attn.qkv_proj and mlp.gate_up_proj).
 std::vector<TensorSpec> checkpoint_specs(const LlamaConfig& c, at::ScalarType dtype);
+// The model's parameter names (LlamaModel::named_parameters) in the order a saver takes them.
+std::vector<std::string> checkpoint_write_order(const LlamaConfig& c);
 
 class CheckpointSaver {
  public:
   CheckpointSaver(const LlamaConfig& c, SaveOptions o);
   ~CheckpointSaver();  // removes the temporary folder unless commit() ran
-  const std::vector<TensorSpec>& specs() const { return specs_; }
-  void write(const std::string& name, const at::Tensor& t);  // in specs() order
+  const std::vector<TensorSpec>& specs() const { return specs_; }  // the file's tensors
+  const std::vector<std::string>& order() const { return order_; }  // checkpoint_write_order
+  // One parameter, by its name in the model, in order() order. The parts of a fused checkpoint tensor are
+  // kept on the CPU until the last one arrives, then written as one.
+  void write(const std::string& name, const at::Tensor& t);
   void commit();  // finish the weights and rename the folder into place
   const std::string& temp_dir() const { return tmp_; }
 
  private:
+  LlamaConfig config_;
   SaveOptions o_;
   std::vector<TensorSpec> specs_;
+  std::vector<std::string> order_;
+  struct Fused {
+    at::Tensor t;
+    int64_t filled = 0;
+  };
+  std::map<std::string, Fused> fused_;
   std::string tmp_;
   std::unique_ptr<ShardedWriter> writer_;
   bool committed_ = false;

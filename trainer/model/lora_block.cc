@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 #include "core/base/error.h"
+#include "trainer/model/model.h"
 #include "trainer/model/ops.h"
 
 namespace air::train {
@@ -41,6 +43,12 @@ at::Tensor take(const at::Tensor& flat, int64_t& off, std::vector<int64_t> shape
 }
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// The family's optional block tensors (q/k/v bias, q/k norms, sandwich norms), after the base's matrices.
+int64_t extras_numel(const LlamaConfig& c) {
+  const int64_t W = (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
+  return (c.qkv_bias ? W : 0) + (c.qk_norm ? 2 * c.head_dim : 0) + (c.sandwich_norm ? 2 * c.hidden_size : 0);
+}
 
 bool qkv_dgrad_fold() {
   const char* v = std::getenv("AIR_TRAIN_LORA_QKV_DGRAD");
@@ -267,7 +275,7 @@ int64_t lora_base_numel(const LlamaConfig& c, const LoraConfig& lc, int64_t alig
   const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, I = c.intermediate_size;
   const int64_t W = gs[0].rows[0] + gs[0].rows[1] + gs[0].rows[2];
   return 2 * H + H * q + W * folded_ld(H, group_kr(gs[0], lc), align) +
-         2 * I * folded_ld(H, group_kr(gs[2], lc), align) + (H + group_kr(gs[3], lc)) * I;
+         2 * I * folded_ld(H, group_kr(gs[2], lc), align) + (H + group_kr(gs[3], lc)) * I + extras_numel(c);
 }
 
 LoraBaseView lora_base_view(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat, int64_t align) {
@@ -291,12 +299,22 @@ LoraBaseView lora_base_view(const LlamaConfig& c, const LoraConfig& lc, const at
   if (kq) v.qkv_k = qkv;
   if (kg) v.gu_k = gu;
   if (kd) v.down_n = down;
+  if (c.qkv_bias) v.w.qkv_b = take(flat, off, {W});
+  if (c.qk_norm) {
+    v.w.q_norm = take(flat, off, {c.head_dim});
+    v.w.k_norm = take(flat, off, {c.head_dim});
+  }
+  if (c.sandwich_norm) {
+    v.w.post_attn = take(flat, off, {H});
+    v.w.post_ffn = take(flat, off, {H});
+  }
   return v;
 }
 
 void lora_base_pack(const LlamaConfig& c, const LoraConfig& lc, const std::vector<at::Tensor>& ws,
                     const at::Tensor& flat, int64_t align) {
-  if (ws.size() != 9) throw Error("lora_base_pack: expected the block's 9 weights");
+  if (ws.size() != BlockWeights::names(c).size())
+    throw Error("lora_base_pack: expected the block's " + std::to_string(BlockWeights::names(c).size()) + " weights");
   LoraBaseView v = lora_base_view(c, lc, flat, align);
   // The folded matrices' adapter columns start at zero: lora_block_weights writes only the targeted modules'
   // blocks of the block-diagonal s B, every other entry stays zero (and the alignment padding is never read).
@@ -311,6 +329,14 @@ void lora_base_pack(const LlamaConfig& c, const LoraConfig& lc, const std::vecto
   v.w.gu.narrow(0, 0, I).copy_(ws[6]);
   v.w.gu.narrow(0, I, I).copy_(ws[7]);
   v.w.down.copy_(ws[8]);
+  size_t i = 9;
+  if (c.qkv_bias) {
+    v.w.qkv_b.narrow(0, 0, q).copy_(ws[i++]);
+    v.w.qkv_b.narrow(0, q, kv).copy_(ws[i++]);
+    v.w.qkv_b.narrow(0, q + kv, kv).copy_(ws[i++]);
+  }
+  for (at::Tensor* t : {&v.w.q_norm, &v.w.k_norm, &v.w.post_attn, &v.w.post_ffn})
+    if (t->defined()) t->copy_(ws[i++]);
 }
 
 LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const at::Tensor& flat,
@@ -393,28 +419,46 @@ at::Tensor lora_block_fwd(const LlamaConfig& c, const BlockView& w, const LoraBl
   LoraSaved local;
   LoraSaved& s = saved ? *saved : local;
   const bool keep = saved != nullptr;
-  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int64_t N = h.size(0), H = h.size(1);
   // Folded q/k/v and gate/up: the norms write straight into the left part of their GEMM's input [x | x A^T].
   const at::Tensor xcat = lora_folded_input(a.qkv, N, H, h.options());
-  auto [xn, rstd1] =
-      ops::rms_norm_fwd(h, w.ln1, c.rms_norm_eps, {}, xcat.defined() ? xcat.narrow(1, 0, H) : at::Tensor());
+  auto [xn, rstd1] = ops::rms_norm_fwd(h, block_norm_weight(c, w.ln1), c.rms_norm_eps, {},
+                                       xcat.defined() ? xcat.narrow(1, 0, H) : at::Tensor());
   at::Tensor xn_in, attn_in, yn_in, act_in;  // what the backward reads as each group's input
   at::Tensor qkv = lora_linear_fwd(xn, w.qkv, at::Tensor(), a, a.qkv, keep ? &s.xa_qkv : nullptr, &xn_in, xcat);
   xn = at::Tensor();
-  ops::rope_(qkv, plan.cos, plan.sin, nh, nkv, hd, /*inverse=*/false);
+  qkv_prepare_fwd(c, w, qkv, plan, s.base, keep);  // bias, q/k norm, RoPE
   at::Tensor attn = block_attention_fwd(c, qkv, plan, s.base);
-  at::Tensor h1 = lora_linear_fwd(attn, w.o, h, a, a.o, keep ? &s.xa_o : nullptr, &attn_in);
+  // Sandwich norms (Gemma 3): h + norm(attn @ o^T), the residual added after the norm.
+  const bool sandwich = c.sandwich_norm;
+  at::Tensor h1 = lora_linear_fwd(attn, w.o, sandwich ? at::Tensor() : h, a, a.o, keep ? &s.xa_o : nullptr, &attn_in);
   attn = at::Tensor();
+  at::Tensor ao, rstd_ao;
+  if (sandwich) {
+    ao = h1;
+    std::tie(h1, rstd_ao) = ops::rms_norm_fwd(ao, block_norm_weight(c, w.post_attn), c.rms_norm_eps);
+    h1.add_(h);
+  }
   const at::Tensor ycat = lora_folded_input(a.gu, N, H, h.options());
-  auto [yn, rstd2] =
-      ops::rms_norm_fwd(h1, w.ln2, c.rms_norm_eps, {}, ycat.defined() ? ycat.narrow(1, 0, H) : at::Tensor());
+  auto [yn, rstd2] = ops::rms_norm_fwd(h1, block_norm_weight(c, w.ln2), c.rms_norm_eps, {},
+                                       ycat.defined() ? ycat.narrow(1, 0, H) : at::Tensor());
   at::Tensor gu = lora_linear_fwd(yn, w.gu, at::Tensor(), a, a.gu, keep ? &s.xa_gu : nullptr, &yn_in, ycat);
   yn = at::Tensor();
-  at::Tensor act = ops::swiglu_fwd(gu);
-  at::Tensor out = lora_linear_fwd(act, w.down, h1, a, a.down, keep ? &s.xa_down : nullptr, &act_in);
+  at::Tensor act = glu_fwd(c, gu);
+  at::Tensor out = lora_linear_fwd(act, w.down, sandwich ? at::Tensor() : h1, a, a.down, keep ? &s.xa_down : nullptr,
+                                   &act_in);
   act = at::Tensor();
+  at::Tensor mo, rstd_mo;
+  if (sandwich) {
+    mo = out;
+    std::tie(out, rstd_mo) = ops::rms_norm_fwd(mo, block_norm_weight(c, w.post_ffn), c.rms_norm_eps);
+    out.add_(h1);
+  }
   if (saved) {
+    s.base.ao = ao;
+    s.base.rstd_ao = rstd_ao;
+    s.base.mo = mo;
+    s.base.rstd_mo = rstd_mo;
     // Only what the backward reads: the linears' inputs where an adapter needs them for its A gradient.
     s.base.rstd1 = rstd1;
     s.base.h1 = h1;
@@ -433,21 +477,28 @@ at::Tensor lora_block_bwd(const LlamaConfig& c, const BlockView& w, const LoraBl
                           bool need_dh, bool dout_wide) {
   if (s.empty()) throw Error("lora_block_bwd: the block's activations were not saved");
   BlockSaved& b = s.base;
-  at::Tensor da = lora_linear_bwd(dout, w.down, b.a, s.xa_down, a, a.down, /*need_dx=*/true, dout_wide);
+  const bool sandwich = c.sandwich_norm;
+  at::Tensor dmo = dout;
+  if (sandwich) dmo = ops::rms_norm_bwd(dout, b.mo, block_norm_weight(c, w.post_ffn), b.rstd_mo, {});
+  at::Tensor da = lora_linear_bwd(dmo, w.down, b.a, s.xa_down, a, a.down, /*need_dx=*/true, dout_wide && !sandwich);
+  dmo = at::Tensor();
   b.a = s.xa_down = at::Tensor();
-  at::Tensor dgu = ops::swiglu_bwd(b.gu, da);
+  at::Tensor dgu = glu_bwd(c, b.gu, da);
   da = b.gu = at::Tensor();
   at::Tensor dyn = lora_linear_bwd(dgu, w.gu, b.yn, s.xa_gu, a, a.gu);
   dgu = b.yn = s.xa_gu = at::Tensor();
   // The residual's gradient is added inside the norm's backward (one pass, not a separate add).
-  at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, w.ln2, b.rstd2, {}, dout);
+  at::Tensor dh1 = ops::rms_norm_bwd(dyn, b.h1, block_norm_weight(c, w.ln2), b.rstd2, {}, dout);
   dyn = at::Tensor();
-  at::Tensor dattn = lora_linear_bwd(dh1, w.o, b.attn, s.xa_o, a, a.o);
+  at::Tensor dao = sandwich ? ops::rms_norm_bwd(dh1, b.ao, block_norm_weight(c, w.post_attn), b.rstd_ao, {}) : dh1;
+  at::Tensor dattn = lora_linear_bwd(dao, w.o, b.attn, s.xa_o, a, a.o);
+  dao = at::Tensor();
   at::Tensor dqkv = block_attention_bwd(c, dattn, plan, b);  // RoPE's inverse applied
   dattn = at::Tensor();
+  qkv_prepare_bwd(c, w, nullptr, dqkv, b);  // the q/k norms' backward (frozen: no gradients)
   at::Tensor dxn = lora_linear_bwd(dqkv, w.qkv, b.xn, s.xa_qkv, a, a.qkv, need_dh);
   // dh written with room for the block below's down adapter columns (lora_grad_out), when that one folds.
-  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, w.ln1, b.rstd1, {}, dh1, {},
+  at::Tensor dh = need_dh ? ops::rms_norm_bwd(dxn, h, block_norm_weight(c, w.ln1), b.rstd1, {}, dh1, {},
                                               lora_grad_out(h.size(0), h.size(1), lora_grad_room(a), a.down.align, h.options()))
                           : at::Tensor();
   s.clear();
@@ -469,25 +520,6 @@ int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64
   if (any({"gate_proj", "up_proj"})) per_token += elem_size * (H + 2 * lc.r);
   if (any({"down_proj"})) per_token += elem_size * (I + lc.r);
   return tokens * per_token;
-}
-
-HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
-                          const at::Tensor& targets, double scale, int64_t chunk_rows,
-                          const at::Tensor& dh_out) {
-  const int64_t N = h.size(0);
-  auto [hn, rstd] = ops::rms_norm_fwd(h, norm_w, c.rms_norm_eps);
-  at::Tensor dhn = at::empty_like(hn);
-  at::Tensor loss = at::zeros({}, h.options().dtype(at::kFloat));
-  const int64_t chunk = std::max<int64_t>(1, chunk_rows);
-  for (int64_t start = 0; start < N; start += chunk) {
-    const int64_t n = std::min(chunk, N - start);
-    at::Tensor dlogits = at::mm(hn.narrow(0, start, n), head_w.t());
-    loss.add_(ops::cross_entropy_fwd_bwd_(dlogits, targets.narrow(0, start, n), scale));
-    at::Tensor dx = dhn.narrow(0, start, n);
-    at::mm_out(dx, dlogits, head_w);
-  }
-  at::Tensor dh = ops::rms_norm_bwd(dhn, h, norm_w, rstd, {}, {}, {}, dh_out);
-  return {loss, dh};
 }
 
 void lora_init(const LoraConfig& lc, const std::vector<LoraParamSpec>& specs, std::vector<at::Tensor>& tensors,

@@ -154,12 +154,6 @@ int64_t lora_grad_room(const LoraBlock& a);
 // Bytes a LoRA block keeps for backward at N tokens.
 int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64_t tokens, int64_t elem_size);
 
-// Final norm, frozen LM head and cross-entropy (no weight gradients), in row chunks: the summed loss and dh.
-// dh_out: where dh goes (lora_grad_out, for the top block's dout_wide), or undefined.
-HeadResult lora_head_loss(const LlamaConfig& c, const at::Tensor& h, const at::Tensor& norm_w, const at::Tensor& head_w,
-                          const at::Tensor& targets, double scale, int64_t chunk_rows,
-                          const at::Tensor& dh_out = {});
-
 // PEFT's initialisation into a block's fp32 adapter tensors (lora_block_params order): A kaiming-uniform
 // with a = sqrt(5) (uniform in +-1/sqrt(in)), or normal(0, 1/r) with init gaussian; B zeros.
 void lora_init(const LoraConfig& lc, const std::vector<LoraParamSpec>& specs, std::vector<at::Tensor>& tensors,

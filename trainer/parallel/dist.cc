@@ -199,6 +199,17 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const DistEnv& env, std::chrono::seco
 
 }  // namespace
 
+bool world1_collectives() {
+  const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
+  return force && std::string(force) == "1";
+}
+
+DistBackend engine_backend(const c10::Device& device) {
+  const bool world1 = dist_env_from_environment().world_size == 1;
+  if (world1 && !world1_collectives()) return DistBackend::kGloo;
+  return device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
+}
+
 DistEnv dist_env_from_environment() {
   DistEnv env;
   env.world_size = env_int("WORLD_SIZE", 1, 1);

@@ -26,6 +26,13 @@ DistEnv dist_env_from_environment();
 
 enum class DistBackend { kAuto, kGloo, kNccl };
 
+// AIR_TRAIN_WORLD1_NCCL=1: at world 1, run the gathers and reduce-scatters anyway, over a real NCCL group on a
+// GPU, so that a profiler trace on one GPU shows the communication several GPUs overlap with compute.
+bool world1_collectives();
+// The training engines' backend: NCCL on GPUs, Gloo on CPUs; one process needs no process group at all
+// (collectives are skipped: kGloo, never joined) unless world1_collectives() asks for them.
+DistBackend engine_backend(const c10::Device& device);
+
 // A collective in flight. wait() makes its result usable: on NCCL it only orders the current CUDA
 // stream after the collective (no host synchronisation); on Gloo it blocks until the data is there.
 class Pending {

@@ -54,6 +54,10 @@ class Engine {
   virtual bool load_sharded(const std::string& dir, LoopState& loop) = 0;
 };
 
+// Refuses, with the reason, a feature the model's family does not have in air-train (checked when the
+// config is read, before anything is loaded). `name` names the config file in the error.
+void check_model_features(const TrainConfig& t, const ModelConfig& c, const std::string& name);
+
 // Builds the parameters on `device` in `dtype`: the checkpoint's weights (init: pretrained) or HF's random
 // initialisation from the seed (init: random).
 LlamaModel build_model(const EngineSetup& s, at::Device device, at::ScalarType dtype);

@@ -28,21 +28,6 @@ bool write_grads() {
   return !(v && std::string(v) == "0");
 }
 
-// AIR_TRAIN_WORLD1_NCCL=1: at world 1, run the gathers and reduce-scatters anyway, over a real NCCL group
-// on a GPU, so that a profiler trace on one GPU shows the communication several GPUs overlap with compute.
-bool world1_collectives() {
-  const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
-  return force && std::string(force) == "1";
-}
-
-// NCCL on GPUs, Gloo on CPUs; one process needs no process group at all (collectives are skipped) unless
-// world1_collectives() asks for them.
-DistBackend pick_backend(const EngineSetup& s) {
-  const bool world1 = dist_env_from_environment().world_size == 1;
-  if (world1 && !world1_collectives()) return DistBackend::kGloo;
-  return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
-}
-
 // AIR_TRAIN_SM_CARVEOUT=N: cuBLAS GEMMs leave N streaming multiprocessors free, so that communication
 // kernels (NCCL's, or a device copy) can run beside them instead of waiting for a GEMM that holds every SM.
 // An experiment for the N-GPU overlap (docs/performance.md); off by default.
@@ -58,7 +43,7 @@ class FsdpEngine : public Engine {
  public:
   explicit FsdpEngine(const EngineSetup& s)
       : s_(s),
-        dist_(Dist::init(dist_env_from_environment(), pick_backend(s))),
+        dist_(Dist::init(dist_env_from_environment(), engine_backend(s.device))),
         // Built where it trains (a GPU initialises 8B random weights in seconds), then sharded unit by unit.
         model_(build_model(s, s.device, s.compute_dtype)),
         rope_(s.model_config, s.device) {
@@ -74,7 +59,7 @@ class FsdpEngine : public Engine {
     fc.world1_collectives = world1_collectives();
     apply_sm_carveout();
     // The head's logits chunk: about 1 GiB of bf16 logits at a time (one chunk for 4 x 1024 rows at 128k vocab).
-    chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, s.model_config.vocab_size));
+    chunk_rows_ = head_chunk_rows(s.model_config);
     fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
 
     model_.set_requires_grad(true);
@@ -127,13 +112,13 @@ class FsdpEngine : public Engine {
     if (!recompute_.chosen()) choose_recomputation(N);
     at::Tensor ids = mb.input_ids.to(dev).reshape({N});
     at::Tensor targets = mb.targets.to(dev).reshape({N});
-    AttnPlan plan = make_attn_plan(c, rope_.inv_freq(), mb.positions, mb.segments, s_.compute_dtype, dev);
+    const AttnPlans plans = make_attn_plans(c, rope_, mb.positions, mb.segments, s_.compute_dtype, dev);
     if (fsdp_->config().grad_sync == GradSync::kOncePerStep)
       fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
 
     RootView root = root_view(fsdp_->acquire(0));
     if (sharded) fsdp_->prefetch(1);
-    at::Tensor h = at::embedding(root.embed, ids);
+    at::Tensor h = embed_fwd(c, root.embed, ids);
     std::vector<at::Tensor> inputs(L);
     saved_.resize(L);
     for (size_t l = 0; l < L; ++l) {
@@ -142,7 +127,7 @@ class FsdpEngine : public Engine {
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
       if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
       inputs[l] = h;
-      h = block_fwd(c, w, h, plan, recompute_[l] ? nullptr : &saved_[l], fp8_for(l, w));
+      h = block_fwd(c, w, h, plans.layer(c, l), recompute_[l] ? nullptr : &saved_[l], fp8_for(l, w));
       fsdp_->release_gathered(1 + l);
     }
     RootView groot = root_view(fsdp_->grad_buffer(0));
@@ -156,6 +141,7 @@ class FsdpEngine : public Engine {
       BlockView w = block_view(c, fsdp_->acquire(1 + l));
       if (sharded && l > 0) fsdp_->prefetch(l);
       const Fp8Block* q = fp8_for(l, w);
+      const AttnPlan& plan = plans.layer(c, l);
       if (recompute_[l]) block_fwd(c, w, inputs[l], plan, &saved_[l], q);
       dh = block_bwd(c, w, block_view(c, fsdp_->grad_buffer(1 + l)), inputs[l], saved_[l], dh, plan, q, &dh_amax,
                      fsdp_->backward_writes(1 + l, first_micro_batch_));
@@ -165,7 +151,7 @@ class FsdpEngine : public Engine {
       fsdp_->release_gathered(1 + l);
     }
     first_micro_batch_ = false;
-    groot.embed.index_add_(0, ids, dh);
+    embed_bwd(c, groot.embed, ids, dh);
     fsdp_->reduce_grad(0);
     fsdp_->release_gathered(0);
     return head.loss_sum;
@@ -204,10 +190,10 @@ class FsdpEngine : public Engine {
       NamedTensors full = fsdp_->gather_full_params(u, o.dtype, dist_->rank() == 0);
       if (!saver) continue;
       for (auto& [name, t] : full) waiting[name] = t;
-      const auto& specs = saver->specs();
-      while (next < specs.size() && waiting.count(specs[next].name)) {
-        saver->write(specs[next].name, waiting[specs[next].name]);
-        waiting.erase(specs[next].name);
+      const auto& order = saver->order();
+      while (next < order.size() && waiting.count(order[next])) {
+        saver->write(order[next], waiting[order[next]]);
+        waiting.erase(order[next]);
         ++next;
       }
     }

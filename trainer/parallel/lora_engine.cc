@@ -31,21 +31,10 @@
 namespace air::train {
 namespace {
 
-bool world1_nccl() {
-  const char* force = std::getenv("AIR_TRAIN_WORLD1_NCCL");
-  return force && std::string(force) == "1";
-}
-
-DistBackend backend_for(const EngineSetup& s) {
-  const bool world1 = dist_env_from_environment().world_size == 1;
-  if (world1 && !world1_nccl()) return DistBackend::kGloo;
-  return s.device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo;
-}
-
 class LoraEngine : public Engine {
  public:
   explicit LoraEngine(const EngineSetup& s)
-      : s_(s), lc_(s.config.lora), dist_(Dist::init(dist_env_from_environment(), backend_for(s))),
+      : s_(s), lc_(s.config.lora), dist_(Dist::init(dist_env_from_environment(), engine_backend(s.device))),
         rope_(s.model_config, s.device) {
     at::NoGradGuard no_grad;
     const LlamaConfig& c = s.model_config;
@@ -83,7 +72,7 @@ class LoraEngine : public Engine {
     // AIR_TRAIN_LORA_FOLD=0: the adapters as separate GEMMs beside the base's (the comparison in
     // docs/performance.md); the same math.
     if (const char* f = std::getenv("AIR_TRAIN_LORA_FOLD"); f && std::string(f) == "0") fold_ = false;
-    chunk_rows_ = std::max<int64_t>(1, (int64_t{1} << 29) / std::max<int64_t>(1, c.vocab_size));
+    chunk_rows_ = head_chunk_rows(c);
 
     FsdpConfig fc;
     fc.param_dtype = s.compute_dtype;
@@ -93,7 +82,7 @@ class LoraEngine : public Engine {
     fc.sync_module_states = false;  // every rank initialises the adapters from the same seed
     if (s.config.grad_sync == "step") fc.grad_sync = GradSync::kOncePerStep;
     fc.fused_adamw = s.config.fused_adamw != "off";
-    fc.world1_collectives = world1_nccl();
+    fc.world1_collectives = world1_collectives();
     fsdp_ = std::make_unique<Fsdp>(*dist_, fc);
 
     // The adapters, initialised on the CPU from the seed (the same on every rank and device), block by block.
@@ -131,14 +120,14 @@ class LoraEngine : public Engine {
     if (!recompute_.chosen()) choose_recomputation(N);
     at::Tensor ids = mb.input_ids.to(dev).reshape({N});
     at::Tensor targets = mb.targets.to(dev).reshape({N});
-    AttnPlan plan = make_attn_plan(c, rope_.inv_freq(), mb.positions, mb.segments, s_.compute_dtype, dev);
+    const AttnPlans plans = make_attn_plans(c, rope_, mb.positions, mb.segments, s_.compute_dtype, dev);
     if (fsdp_->config().grad_sync == GradSync::kOncePerStep)
       fsdp_->set_grad_sync(++micro_batches_ >= s_.config.gradient_accumulation_steps);
 
     if (sharded) fsdp_->prefetch(0);
     gather_base(0);
     ++micro_batch_count_;
-    at::Tensor h = at::embedding(embed_, ids);
+    at::Tensor h = embed_fwd(c, embed_, ids);
     std::vector<at::Tensor> inputs(L);
     saved_.resize(L);
     for (size_t l = 0; l < L; ++l) {
@@ -147,7 +136,7 @@ class LoraEngine : public Engine {
       if (sharded && l + 1 < L) fsdp_->prefetch(l + 1);
       if (l + 1 < L) gather_base(l + 1);
       inputs[l] = h;
-      h = lora_block_fwd(c, base_view(l).w, a, h, plan, recompute_[l] ? nullptr : &saved_[l]);
+      h = lora_block_fwd(c, base_view(l).w, a, h, plans.layer(c, l), recompute_[l] ? nullptr : &saved_[l]);
       fsdp_->release_gathered(l);
       release_base(l);
     }
@@ -156,7 +145,7 @@ class LoraEngine : public Engine {
     // dh with room for the top block's down adapter columns (the folded down backward writes them in place).
     const int64_t room = fold_ && lc_.targets("down_proj") ? lc_.r : 0;
     const at::Tensor dh_out = lora_grad_out(N, c.hidden_size, room, align_, h.options());
-    HeadResult head = lora_head_loss(c, h, norm_, head_, targets, loss_scale, chunk_rows_, dh_out);
+    HeadResult head = head_loss_fwd_bwd(c, h, norm_, head_, targets, loss_scale, {}, {}, chunk_rows_, dh_out);
     h = at::Tensor();
     at::Tensor dh = head.dh;
     for (size_t l = L; l-- > 0;) {
@@ -166,6 +155,7 @@ class LoraEngine : public Engine {
       if (sharded && l > 0) fsdp_->prefetch(l - 1);
       if (l > 0) gather_base(l - 1);
       const BlockView& w = base_view(l).w;
+      const AttnPlan& plan = plans.layer(c, l);
       if (recompute_[l]) lora_block_fwd(c, w, a, inputs[l], plan, &saved_[l]);
       // The embeddings are frozen: the first block's input gradient is never needed.
       dh = lora_block_bwd(c, w, a, inputs[l], saved_[l], dh, plan, /*need_dh=*/l > 0,
@@ -314,7 +304,7 @@ class LoraEngine : public Engine {
     const LlamaConfig& c = s_.model_config;
     std::map<std::string, at::Tensor> ad(adapters.begin(), adapters.end());
     CheckpointSaver saver(c, o);
-    const auto names = BlockWeights::names();  // "self_attn.q_proj.weight", ...
+    const auto names = BlockWeights::names(c);  // "self_attn.q_proj.weight", ...
     const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
                   I = c.intermediate_size;
     // The block's weights in names() order, as views of the frozen base's layout (sharded: of the block
@@ -335,30 +325,38 @@ class LoraEngine : public Engine {
         case 5: return v.ln2;
         case 6: return v.gu.narrow(0, 0, I);
         case 7: return v.gu.narrow(0, I, I);
-        default: return v.down;
+        case 8: return v.down;
+        default: {  // the family's optional tensors, in names(c) order
+          std::vector<at::Tensor> extra;
+          if (v.qkv_b.defined())
+            extra.insert(extra.end(), {v.qkv_b.narrow(0, 0, q), v.qkv_b.narrow(0, q, kv), v.qkv_b.narrow(0, q + kv, kv)});
+          for (const at::Tensor* t : {&v.q_norm, &v.k_norm, &v.post_attn, &v.post_ffn})
+            if (t->defined()) extra.push_back(*t);
+          return extra.at(i - 9);
+        }
       }
     };
     size_t next = 0;  // specs: embeddings, the blocks in names() order, norm, lm_head
-    for (const auto& spec : saver.specs()) {
-      if (spec.name == "model.embed_tokens.weight") {
-        saver.write(spec.name, embed_);
-      } else if (spec.name == "model.norm.weight") {
-        saver.write(spec.name, norm_);
-      } else if (spec.name == "lm_head.weight") {
-        saver.write(spec.name, head_);
+    for (const auto& spec_name : saver.order()) {
+      if (spec_name == "model.embed_tokens.weight") {
+        saver.write(spec_name, embed_);
+      } else if (spec_name == "model.norm.weight") {
+        saver.write(spec_name, norm_);
+      } else if (spec_name == "lm_head.weight") {
+        saver.write(spec_name, head_);
       } else {
         const size_t l = next / names.size(), i = next % names.size();
         ++next;
         at::Tensor w = weight(l, i);
         const std::string& suffix = names[i];  // parent.module.weight
         const std::string module = suffix.substr(suffix.find('.') + 1, suffix.rfind('.') - suffix.find('.') - 1);
-        if (lc_.targets(module)) {
+        if (suffix.size() > 7 && suffix.compare(suffix.size() - 7, 7, ".weight") == 0 && lc_.targets(module)) {
           const std::string stem = "model.layers." + std::to_string(l) + "." + suffix.substr(0, suffix.rfind('.'));
           w = lora_merge(w, ad.at(stem + ".lora_A.weight"), ad.at(stem + ".lora_B.weight"), lc_.scaling());
         }
-        if (spec.name != LlamaModel::block_param_name(static_cast<int64_t>(l), suffix))
-          throw Error("merged checkpoint: expected " + spec.name + ", have layer " + std::to_string(l) + " " + suffix);
-        saver.write(spec.name, w.contiguous());
+        if (spec_name != LlamaModel::block_param_name(static_cast<int64_t>(l), suffix))
+          throw Error("merged checkpoint: expected " + spec_name + ", have layer " + std::to_string(l) + " " + suffix);
+        saver.write(spec_name, w.contiguous());
       }
     }
     if (viewed < base_.size()) release_base(viewed);

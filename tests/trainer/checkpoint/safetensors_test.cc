@@ -1,7 +1,7 @@
 // safetensors: round trips in every dtype we use, sharded writing with an index, and clear errors for
 // truncated, corrupt and inconsistent files.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <unistd.h>
 
 #include <filesystem>

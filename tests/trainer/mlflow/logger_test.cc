@@ -1,8 +1,8 @@
 // air-train's MLflow logger against a real loopback HTTP server serving the workspace's MLflow subset
 // (server/mlflow_api over a SQLite store): batched points arrive with their steps, a wrong token or a dead
 // server warns once and never throws, and the training loop logs every step's loss from rank 0.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>

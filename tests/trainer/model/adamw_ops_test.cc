@@ -1,8 +1,8 @@
 // ops::adamw_step_ (trainer/model/ops.h): its ATen path (the reference the CUDA kernel is checked against by
 // air-train-check --kernels) equals torch.optim.AdamW's update written out element by element in double, with
 // and without the clipping factor, and the factor is not ignored.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <cmath>
 #include <vector>
 

@@ -1,8 +1,8 @@
 // The hand-written block forward/backward (trainer/model/block.h) and its elementwise ops (trainer/model/ops.h) against
 // the autograd reference (model.h's block_forward, head, loss_sum): the same outputs, and the same input
 // and weight gradients, for plain causal rows and for packed rows.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <torch/csrc/autograd/autograd.h>
 
 #include "tests/trainer/model/test_util.h"

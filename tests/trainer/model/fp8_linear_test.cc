@@ -1,8 +1,8 @@
 // precision: fp8 on the CPU (trainer/model/fp8_linear.h's emulation): the e4m3 grid, each FP8 GEMM of a
 // block linear (forward, input gradient, weight gradient) against the fp32 GEMM on random data, the
 // scaling that keeps large and small tensors on the grid, and an FP8 block against the fp32 block.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <cmath>
 #include <set>
 

@@ -2,8 +2,8 @@
 // block_forward with the merged weights W + (alpha / r) B A, A and B the leaves: the same output, the
 // same input gradient, the same adapter gradients, for partial and full targets, plain and packed rows;
 // the base gets no gradient. Plus PEFT's initialisation and the layout of the adapter tensors.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -14,7 +14,6 @@
 #include "trainer/model/lora_block.h"
 #include "trainer/model/model.h"
 
-// REQUIRE, not CHECK: libtorch's c10 logging headers redefine CHECK (a fatal log), which Catch would not count.
 using namespace air::train;
 
 namespace {

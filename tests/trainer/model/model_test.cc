@@ -1,7 +1,7 @@
 // The Llama model: shapes, causality, RoPE llama3 frequencies, packed rows equal separate rows,
 // recomputation equals plain backward, save -> load gives identical logits, masked positions don't count.
-#include <catch2/catch.hpp>
 
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <cmath>
 #include <filesystem>
 #include <fstream>

@@ -2,6 +2,7 @@
 // through air-torchrun on loopback with Gloo, must reproduce a plain single-process libtorch run (no FSDP
 // code at all: torch::optim::AdamW and clip_grad_norm_) step for step. Workers are this test binary,
 // re-entered through the hidden test case "fsdp toy worker".
+#include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,7 +10,6 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
