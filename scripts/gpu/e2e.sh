@@ -33,14 +33,17 @@ case $mode in
 esac
 dataset=tatsu-lab/alpaca
 # Only what one card (or the CPU) needs beside the file a user submits to the 16-GPU cluster.
+# HF_HOME and output_dir: volumes, so the cache and the checkpoint outlive the run and this script can check it (a run's command sees no host
+# folder outside its sandbox, and its /tmp is its own).
 overrides=("compute.accelerator_type=$acc" compute.num_accelerators=1 "env_variables.HF_ENDPOINT=\$HUB"
-           "parameters.max_steps=$steps" "parameters.output_dir=$W/checkpoint" max_retries=0)
+           "env_variables.HF_HOME=/Volumes/main/default/hf"
+           "parameters.max_steps=$steps" "parameters.output_dir=/Volumes/main/default/air_checkpoints/e2e" max_retries=0)
 [ "$mode" = 1b ] && overrides+=("parameters.model_name=$model")
 # One H200 cannot hold fp32 master weights + AdamW state of 8B parameters (~128 GB): bf16 masters, as the
 # trainer benchmark runs that shape.
 [ "$mode" = 8b ] && overrides+=(parameters.master_dtype=bf16)
 # The CPU smoke: its own HF cache; short rows and a learning rate at which 8 steps of a random tiny model learn.
-[ "$mode" = tiny ] && overrides+=("env_variables.HF_HOME=$W/hf" parameters.learning_rate=0.01 parameters.max_seq_len=128 parameters.per_device_batch_size=2)
+[ "$mode" = tiny ] && overrides+=(parameters.learning_rate=0.01 parameters.max_seq_len=128 parameters.per_device_batch_size=2)
 read -r -a extra <<<"${AIR_E2E_EXTRA:-}"
 overrides+=("${extra[@]}")
 if [ $plan = 1 ]; then
@@ -158,7 +161,6 @@ stamp "hub fixture at $HUB (model files hashed)"
 # ---- 3. air run --watch ----------------------------------------------------------------------------------
 args=()
 for o in "${overrides[@]}"; do args+=(--override "${o//\$HUB/$HUB}"); done
-[ "$mode" = tiny ] || rm -rf /tmp/hf  # the workload's HF_HOME: start from an empty cache
 echo "\$ air run -f examples/llama31_8b_sft/train.yaml ${args[*]} --watch"
 t_submit=$EPOCHREALTIME
 fix_model=$W/repos/models/$model
@@ -190,8 +192,7 @@ grep -q "model source: $model from hub download" "$W/node0.log"
 check "model downloaded through air's hub client" $? "$(grep -m1 "model source:" "$W/node0.log")"
 grep -q "dataset: $dataset from hub download" "$W/node0.log"
 check "dataset downloaded through air's hub client" $? "$(grep -m1 "dataset: " "$W/node0.log")"
-hf=/tmp/hf
-[ "$mode" = tiny ] && hf=$W/hf
+hf=$AIR_HOME/volumes/main/default/hf  # the workload's HF_HOME, a volume of the local workspace
 cache_model="$hf/hub/models--${model//\//--}"
 cached=$(find "$cache_model/snapshots" -name '*.safetensors' 2>/dev/null | wc -l)
 ls "$cache_model"/snapshots/*/model.safetensors.index.json "$cache_model"/snapshots/*/config.json >/dev/null 2>&1 &&
@@ -216,7 +217,7 @@ check "air get run shows the metrics logged through the MLflow API (a loss point
 stamp "checkpoint: transformers vs air-train-check"
 dev=cuda
 [ "$mode" = tiny ] && dev=cpu
-python3 "$ck" logits --checkpoint "$W/checkpoint" --bin "$BIN" --device "$dev" \
+python3 "$ck" logits --checkpoint "$AIR_HOME/volumes/main/default/air_checkpoints/e2e" --bin "$BIN" --device "$dev" \
   --json "$W/logits.json" > "$W/check.log" 2>&1
 lrc=$?
 tail -5 "$W/check.log"
@@ -243,7 +244,7 @@ fi
 
 # ---- 5. summary ------------------------------------------------------------------------------------------
 python3 "$ck" summary --watch "$OUT/watch.log" --submit "$t_submit" --end "$t_end" \
-  --steps-json "$W/steps.json" --logits-json "$W/logits.json" --checkpoint "$W/checkpoint" --mode "$mode" \
+  --steps-json "$W/steps.json" --logits-json "$W/logits.json" --checkpoint "$AIR_HOME/volumes/main/default/air_checkpoints/e2e" --mode "$mode" \
   --bench-toks "${AIR_E2E_BENCH_TOKS:-}" --bench-mfu "${AIR_E2E_BENCH_MFU:-}" --direct-json "$W/direct.json" \
   --fails "$FAILS" \
   --total "$(since)" | tee "$OUT/summary.md"

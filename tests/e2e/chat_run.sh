@@ -34,10 +34,11 @@ src, dst, endpoint, token, tmp = sys.argv[1:]
 w = yaml.safe_load(open(src))
 w.pop("code_source", None)
 w["command"] = w["command"].replace("cd $CODE_SOURCE_PATH\n", "")
-w["env_variables"].update({"HF_HOME": f"{tmp}/hf", "HF_ENDPOINT": endpoint, "HF_TOKEN": token})
+# A command sees no host folder outside its sandbox: the hub cache and the data cache are volumes.
+w["env_variables"].update({"HF_HOME": "/Volumes/main/default/hf", "HF_ENDPOINT": endpoint, "HF_TOKEN": token})
 p = w["parameters"]
 p.update({"model_name": "testorg/tiny-llama", "dataset_name": "testorg/chat-tiny", "eval_dataset": "validation",
-          "data_cache_dir": f"{tmp}/data-cache", "max_steps": 12, "eval_every_steps": 6})
+          "data_cache_dir": "/Volumes/main/default/chat-cache", "max_steps": 12, "eval_every_steps": 6})
 for k in ("chat_template", "eval_split_ratio"):
     p.pop(k)
 yaml.safe_dump(w, open(dst, "w"), sort_keys=False)
@@ -59,6 +60,6 @@ done
 # Rank 0 prints; in the first run either rank may have taken the lock first and tokenized (the other read).
 grep -qE "data cache: (miss, tokenized 80 records|hit)" "$E2E_TMP/run1.log" || fail "the first run did not use the cache: $(grep -i cache "$E2E_TMP/run1.log")"
 grep -q "data cache: hit .*nothing tokenized" "$E2E_TMP/run2.log" || fail "the second run tokenized again: $(grep -i cache "$E2E_TMP/run2.log")"
-[ "$(find "$E2E_TMP/data-cache" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 2 ] ||
-  fail "expected 2 cache entries (train and validation), got: $(ls "$E2E_TMP/data-cache"); $(grep -E 'data|eval' "$E2E_TMP/run1.log" | grep -v '^ ')"
+[ "$(find "$AIR_HOME/volumes/main/default/chat-cache" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 2 ] ||
+  fail "expected 2 cache entries (train and validation), got: $(ls "$AIR_HOME/volumes/main/default/chat-cache"); $(grep -E 'data|eval' "$E2E_TMP/run1.log" | grep -v '^ ')"
 echo "chat run: eval_loss $(grep -E '^ +eval_loss' "$E2E_TMP/get1.txt" | awk '{print $2}') in air get run; the second run read the cache"

@@ -69,7 +69,7 @@ TEST_CASE("sandbox argv: system read-only, own pid namespace and /proc, private 
   CHECK_FALSE(has(a, "--tmpfs /srv/air"));
 }
 
-TEST_CASE("sandbox argv: a workspace home below a system folder is covered; volumes bound read-only or not") {
+TEST_CASE("sandbox argv: a workspace home below a system folder is covered, volumes bound read-only or not") {
   SandboxSpec s;
   s.node_dir = "/opt/air/runs/r1/attempt_1/node_0";
   s.hidden = {"/opt/air", "/opt/air/volumes"};

@@ -453,7 +453,7 @@ TEST_CASE("families: the hand-written backward is the gradient of its forward (c
   }
 }
 
-TEST_CASE("families: save -> load gives the same weights; tied heads and Phi-3's fused tensors as HF lays them out") {
+TEST_CASE("families: save -> load gives the same weights, tied heads and Phi-3's fused tensors as HF lays them out") {
   at::NoGradGuard no_grad;
   for (const auto& [name, j] : tiny_family_configs()) {
     DYNAMIC_SECTION(name) {
