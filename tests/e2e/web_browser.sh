@@ -19,16 +19,20 @@ cp "$(dirname "$0")/web/log_metrics.py" "$proj/"
 # live: waits for the browser (file $GO), then both nodes tick every 50 ms until $STOP (each tick carries its
 # write time, for the latency figure); rank 0 logs loss and lr for 100 steps as it goes; the secret is
 # printed (and redacted by the agent).
-GO="$E2E_TMP/go" STOP="$E2E_TMP/stop"
+# The commands wait on files this test touches: a volume's (the one folder a sandboxed command shares with
+# the host). $VIN is the volume inside a command, $SIGNALS the same folder on this machine.
+"$AIR" fs mkdir dbfs:/Volumes/main/default/web_e2e > /dev/null
+VIN=/Volumes/main/default/web_e2e SIGNALS="$AIR_HOME/volumes/main/default/web_e2e"
+GO="$SIGNALS/go" STOP="$SIGNALS/stop"
 cat > "$proj/live.yaml" <<YAML
 experiment_name: web-e2e
 compute: {accelerator_type: CPU_1xHOST, num_accelerators: 2}
 code_source: {type: snapshot, snapshot: {root_path: .}}
 command: |
   echo "node \$NODE_RANK starts; token is \$HF_TOKEN"
-  for i in \$(seq 1 600); do [ -f $GO ] && break; sleep 0.1; done
+  for i in \$(seq 1 600); do [ -f $VIN/go ] && break; sleep 0.1; done
   if [ "\$NODE_RANK" = 0 ]; then python3 log_metrics.py live 100 0.05 & fi
-  i=0; while [ ! -f $STOP ] && [ \$i -lt 1200 ]; do i=\$((i+1)); echo "tick \$(date +%s%3N) node \$NODE_RANK line \$i"; sleep 0.05; done
+  i=0; while [ ! -f $VIN/stop ] && [ \$i -lt 1200 ]; do i=\$((i+1)); echo "tick \$(date +%s%3N) node \$NODE_RANK line \$i"; sleep 0.05; done
   wait
 secrets: {HF_TOKEN: web_scope/token}
 max_retries: 0
@@ -47,11 +51,11 @@ max_retries: 0
 YAML
 # big: prints nothing and waits; the test gives it a 1,000,000-line log and a 200,000-point loss through the
 # workspace's own append and MLflow routes (web/fill_big_run.py), then lets it end.
-BIGSTOP="$E2E_TMP/bigstop"
+BIGSTOP="$SIGNALS/bigstop"
 cat > "$proj/big.yaml" <<YAML
 experiment_name: web-e2e-big
 compute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}
-command: for i in \$(seq 1 1200); do [ -f $BIGSTOP ] && exit 0; sleep 0.1; done; exit 1
+command: for i in \$(seq 1 1200); do [ -f $VIN/bigstop ] && exit 0; sleep 0.1; done; exit 1
 max_retries: 0
 YAML
 
@@ -59,7 +63,7 @@ YAML
 cat > "$proj/hold.yaml" <<YAML
 experiment_name: web-e2e-queue
 compute: {accelerator_type: GPU_1xH100, num_accelerators: 1}
-command: for i in \$(seq 1 1800); do [ -f $STOP ] && exit 0; sleep 0.1; done; exit 1
+command: for i in \$(seq 1 1800); do [ -f $VIN/stop ] && exit 0; sleep 0.1; done; exit 1
 max_retries: 0
 YAML
 sed 's/^command: .*/command: "true"/' "$proj/hold.yaml" > "$proj/queued.yaml"
