@@ -19,30 +19,16 @@ for p in /usr/bin/python3 python3; do
   if command -v "$p" >/dev/null && "$p" -c 'import jinja2' 2>/dev/null; then python=$p; break; fi
 done
 [ -n "$python" ] || { echo "skipped: no python3 with jinja2 (scripts/setup installs python3-jinja2)"; exit 125; }
-for tool in node npm; do
-  command -v $tool >/dev/null || { echo "skipped: $tool is not installed (scripts/setup installs it)"; exit 125; }
-done
 [ -x "$check" ] || { echo "error: $check is missing; build the project first"; exit 1; }
 mkdir -p "$work"
 
 # 1. The unit tests' expectations are what jinja2 renders.
 "$python" "$here/render_jinja2.py" --cases "$here/cases.json"
 
-# 2. The template packages, installed once per build tree (npm's cache lives there too).
-stamp=$(cat "$here/npm/package.json" "$here/npm/package-lock.json" | sha256sum | cut -c1-16)
-if [ "$(cat "$work/.installed" 2>/dev/null)" != "$stamp" ]; then
-  cp "$here/npm/package.json" "$here/npm/package-lock.json" "$work/"
-  if ! (cd "$work" && npm install --ignore-scripts --no-audit --no-fund --cache "$work/npm-cache" \
-        --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 \
-        >"$work/npm-install.log" 2>&1); then
-    if ! (cd "$work" && timeout 30 npm ping --cache "$work/npm-cache" >/dev/null 2>&1); then
-      echo "skipped: npm cannot reach its registry, so the templates cannot be installed (see $work/npm-install.log)"
-      exit 125
-    fi
-    echo "error: npm install failed although the registry answers:"; tail -20 "$work/npm-install.log"; exit 1
-  fi
-  echo "$stamp" >"$work/.installed"
-fi
+# 2. The template packages, installed once per build tree (npm's cache lives there too); skips (125) without
+#    node, npm or the registry.
+source "$src/tests/e2e/lib/npm_oracle.bash"
+npm_oracle_install "$here/npm" "$work" "the templates"
 cd "$work"
 
 # 3. Each template and its special tokens (the variables transformers passes beside the messages), plus a

@@ -1,6 +1,6 @@
 # Installs a test oracle's npm packages (PKG_DIR/package.json, pinned by its package-lock.json) from the npm
 # registry into WORK_DIR (in the build tree, with npm's cache), once per change of the two files, and copies
-# PKG_DIR/*.mjs there; exits 125 (skipped) when node/npm are missing or the registry cannot be reached.
+# PKG_DIR/*.mjs (if any) there; exits 125 (skipped) when node/npm are missing or the registry cannot be reached.
 # Usage: npm_oracle_install PKG_DIR WORK_DIR WHAT   (WHAT names the packages in the skip message)
 npm_oracle_install() {
   local pkg=$1 work=$2 what=$3 tool stamp
@@ -23,5 +23,7 @@ npm_oracle_install() {
     fi
     echo "$stamp" >"$work/.installed"
   fi
-  cp "$pkg"/*.mjs "$work/"
+  local f
+  for f in "$pkg"/*.mjs; do [ -e "$f" ] && cp "$f" "$work/"; done
+  return 0
 }
