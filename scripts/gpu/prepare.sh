@@ -23,7 +23,7 @@ for f in seed_fsdp_baseline.py tuned_peer.py lora_peer.py; do
   done
 done
 cp "$src"/bench/trainer_*.py "$src"/bench/trainer_vs_reference.sh "$src"/bench/loss_curve.py "$src"/bench/lora_curve.py "$src"/bench/fp8_curve.py "$src"/bench/fsdp_trace.py \
-  "$src"/bench/peer_at_shape.py "$src"/bench/attention_kernels.py \
+  "$src"/bench/peer_at_shape.py "$src"/bench/attention_kernels.py "$src"/bench/family_peer.py "$src"/bench/family_table.py \
   "$dest/bench/"
 # The benchmark's data (Llama 3 tokenizer + Brown-corpus Alpaca records), made here with npm.
 if [ "${AIR_SKIP_BENCH_DATA:-0}" != 1 ]; then bash "$src/scripts/gpu/bench_data.sh" "$dest/bench-data" >/dev/null; fi

@@ -460,11 +460,13 @@ void Loader::load(const Json& root, Tokenizer::Impl& t) {
   t.word_char = std::make_shared<SplitRegex>(R"(^\w)", false);
 }
 
-// Well-known names, for files whose template does not say (the CLI may override via tokenizer_config.json).
+// Well-known names, for files whose template does not say (tokenizer_config.json overrides). Only added tokens
+// count: Qwen's vocabulary has "<s>" as an ordinary BPE piece (id 128245), which is no BOS (Qwen has none).
 std::optional<int32_t> find_any(const Tokenizer::Impl& t, std::initializer_list<const char*> names) {
   for (const char* n : names) {
-    auto it = t.by_token.find(n);
-    if (it != t.by_token.end()) return it->second;
+    for (const AddedToken& a : t.added) {
+      if (a.content == n) return a.id;
+    }
   }
   return std::nullopt;
 }

@@ -31,7 +31,11 @@ std::string read_file(const std::string& path) {
 void apply_config_token(Tokenizer::Impl& t, const nlohmann::json& config, const char* key,
                         std::optional<int32_t>& slot) {
   auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return;
+  if (it == config.end()) return;
+  if (it->is_null()) {  // "bos_token": null (Qwen): transformers has none, whatever a well-known name finds
+    slot.reset();
+    return;
+  }
   std::string content;
   if (it->is_string()) {
     content = it->get<std::string>();

@@ -18,6 +18,18 @@ TEST_CASE("a valid small tokenizer loads") {
   CHECK_FALSE(t.pad_id().has_value());
 }
 
+TEST_CASE("a well-known BOS name in the plain vocabulary is no BOS (Qwen's \"<s>\" piece)") {
+  auto j = small_tokenizer();
+  j["post_processor"] = nullptr;  // no template: the BOS is guessed by name
+  j["model"]["vocab"]["<s>"] = 261;
+  auto t = Tokenizer::from_json_text(j.dump(), "t.json");
+  CHECK(t.token_to_id("<s>") == 261);
+  CHECK_FALSE(t.bos_id().has_value());
+  j["added_tokens"].push_back({{"id", 261}, {"content", "<s>"}, {"single_word", false}, {"lstrip", false},
+                               {"rstrip", false}, {"normalized", false}, {"special", true}});
+  CHECK(Tokenizer::from_json_text(j.dump(), "t.json").bos_id() == 261);
+}
+
 TEST_CASE("unsupported models are refused naming the JSON path") {
   auto j = small_tokenizer();
   j["model"]["type"] = "Unigram";
@@ -118,6 +130,10 @@ TEST_CASE("tokenizer_config.json beside the file names BOS, EOS and PAD") {
   auto t = Tokenizer::from_file((dir / "tokenizer.json").string());
   CHECK(t.eos_id() == t.token_to_id("<|pad|>"));
   CHECK(t.bos_id() == t.token_to_id("<|begin_of_text|>"));
+  CHECK_FALSE(t.pad_id().has_value());  // "pad_token": null: none, as transformers
+  // Qwen's tokenizer_config says "bos_token": null: no BOS, whatever a well-known name would find.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token": null})";
+  CHECK_FALSE(Tokenizer::from_file((dir / "tokenizer.json").string()).bos_id().has_value());
   std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<|nope|>"})";
   CHECK_THROWS_WITH(Tokenizer::from_file((dir / "tokenizer.json").string()),
                     Catch::Contains("tokenizer_config.json names eos_token \"<|nope|>\", which is not a token"));
