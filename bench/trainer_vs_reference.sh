@@ -27,7 +27,7 @@
 # judged (met / not met). AIR_ATTN_BENCH=1 adds bench/attention_kernels.py (SDPA backends at our shapes).
 # families: build, then the other families at their vendors' shapes (qwen3-8b, mistral-7b, gemma3-4b; RUNS, default
 # below) and bench/family_peer.py (torch.compile, and PEFT LoRA) on the same config.json files (AIR_FAMILY_PEERS,
-# default every peer), then bench/family_table.py: issue 41's table with each target judged.
+# default every peer; none: no peer), then bench/family_table.py: issue 41's table with each target judged.
 # Everything lands in $OUT (logs, JSON); the table is printed last.
 set -uo pipefail
 OUT=${OUT:-/tmp/air-bench-out}
@@ -88,12 +88,14 @@ if [ "$what" = families ]; then
   python3 "$root/bench/trainer_bench.py" --bin "$bin" --data "$root/bench-data" --runs "$runs" --json "$OUT/ours.json" \
     2>&1 | tee "$OUT/ours.log"
   peers=${AIR_FAMILY_PEERS:-compiled:qwen3-8b lora:qwen3-8b compiled:mistral-7b compiled:gemma3-4b}
-  stamp "the PyTorch peer on the same config.json files: $peers"
-  mkdir -p "$OUT/family_peer"
-  # shellcheck disable=SC2086
-  OUT="$OUT/family_peer" timeout "${AIR_FAMILY_PEER_TIMEOUT:-420}" python3 -m torch.distributed.run --standalone \
-    --nproc_per_node=1 "$root/bench/family_peer.py" --data "$root/bench-data" $peers >"$OUT/family_peer.log" 2>&1
-  grep -E "median|FAILED" "$OUT/family_peer.log"
+  if [ "$peers" != none ]; then
+    stamp "the PyTorch peer on the same config.json files: $peers"
+    mkdir -p "$OUT/family_peer"
+    # shellcheck disable=SC2086
+    OUT="$OUT/family_peer" timeout "${AIR_FAMILY_PEER_TIMEOUT:-420}" python3 -m torch.distributed.run --standalone \
+      --nproc_per_node=1 "$root/bench/family_peer.py" --data "$root/bench-data" $peers >"$OUT/family_peer.log" 2>&1
+    grep -E "median|FAILED" "$OUT/family_peer.log"
+  fi
   python3 "$root/bench/family_table.py" "$OUT" | tee "$OUT/table.md"
   stamp "done"
   exit 0
