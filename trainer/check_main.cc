@@ -317,6 +317,35 @@ int run_kernel_check() {
   report("swiglu forward", sw.first, sw.second, 1e-2);
   auto swb = both([&] { return ops::swiglu_bwd(gu, da); });
   report("swiglu backward", swb.first, swb.second, 1e-2);
+  auto gg = both([&] { return ops::glu_fwd(gu, ops::GluAct::kGeluTanh); });
+  report("geglu (tanh GELU) forward", gg.first, gg.second, 1e-2);
+  auto ggb = both([&] { return ops::glu_bwd(gu, da, ops::GluAct::kGeluTanh); });
+  report("geglu (tanh GELU) backward", ggb.first, ggb.second, 1e-2);
+  {  // Qwen3 / Gemma 3 q and k norms, in place in the fused rows: the q heads at column 0, the k heads after them
+    at::Tensor qkv0 = at::randn({N, (nh + 2 * nkv) * hd}, bf), wn = (at::randn({hd}, bf) * 0.1 + 1).to(at::kBFloat16);
+    for (int64_t col0 : {int64_t{0}, nh * hd}) {
+      const int64_t heads = col0 == 0 ? nh : nkv;
+      auto hf = both([&] {
+        at::Tensor t = qkv0.clone();
+        auto [xs, rs] = ops::head_rms_norm_fwd_(t, col0, heads, hd, wn, 1e-6);
+        return at::cat({t.flatten(), xs.flatten(), rs.to(at::kBFloat16)});
+      });
+      report(col0 == 0 ? "head rmsnorm forward (q heads)" : "head rmsnorm forward (k heads)", hf.first, hf.second, 1e-2);
+      at::Tensor t = qkv0.clone();
+      ops::set_use_cuda_kernels(false);
+      auto [xs, rs] = ops::head_rms_norm_fwd_(t, col0, heads, hd, wn, 1e-6);
+      ops::set_use_cuda_kernels(true);
+      at::Tensor d0 = at::randn_like(qkv0);
+      auto hb = both([&] {
+        at::Tensor d = d0.clone(), gw = at::zeros({hd}, bf.dtype(at::kFloat));
+        ops::head_rms_norm_bwd_(d, col0, heads, hd, xs, wn, rs, gw);
+        return std::make_pair(d, gw);
+      });
+      report(col0 == 0 ? "head rmsnorm backward (q heads)" : "head rmsnorm backward (k heads)", hb.first.first,
+             hb.second.first, 1e-2);
+      report("head rmsnorm weight gradient", hb.first.second, hb.second.second, 1e-3);
+    }
+  }
   at::Tensor qkv = at::randn({N, (nh + 2 * nkv) * hd}, bf), ang = at::rand({N, hd / 2}, bf.dtype(at::kFloat)) * 6;
   at::Tensor cos = at::cat({ang.cos(), ang.cos()}, 1).to(at::kBFloat16), sin = at::cat({ang.sin(), ang.sin()}, 1).to(at::kBFloat16);
   for (bool inverse : {false, true}) {

@@ -166,8 +166,22 @@ __global__ void rms_bwd_kernel(const __nv_bfloat16* __restrict__ dy, const __nv_
 
 __device__ __forceinline__ float silu_f(float g) { return g / (1.f + __expf(-g)); }
 
-__global__ void swiglu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfloat16* __restrict__ a, int64_t N,
-                                  int I, float* __restrict__ amax) {
+// GELU, tanh approximation (gelu_pytorch_tanh: Gemma's GeGLU): 0.5 x (1 + tanh(k0 (x + k1 x^3))).
+constexpr float kGeluK0 = 0.7978845608028654f, kGeluK1 = 0.044715f;
+__device__ __forceinline__ float gelu_tanh_f(float x) {
+  return 0.5f * x * (1.f + tanhf(kGeluK0 * (x + kGeluK1 * x * x * x)));
+}
+// Its derivative.
+__device__ __forceinline__ float gelu_tanh_grad_f(float x) {
+  const float t = tanhf(kGeluK0 * (x + kGeluK1 * x * x * x));
+  return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kGeluK0 * (1.f + 3.f * kGeluK1 * x * x);
+}
+
+// act(gate) * up for gu = [gate | up]: kGelu false = SiLU (SwiGLU), true = GELU tanh (GeGLU). act(gate) is
+// rounded to bf16 before the product, as transformers' act_fn(gate_proj(x)) * up_proj(x) rounds it.
+template <bool kGelu>
+__global__ void glu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfloat16* __restrict__ a, int64_t N, int I,
+                               float* __restrict__ amax) {
   const int nv = I / kVec;
   int m = 0;
   const int64_t total = N * nv;
@@ -180,7 +194,8 @@ __global__ void swiglu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfl
     Vec8 o;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      o.v[k] = tobf(bf(tobf(silu_f(bf(g.v[k])))) * bf(u.v[k]));
+      const float gf = bf(g.v[k]);
+      o.v[k] = tobf(bf(tobf(kGelu ? gelu_tanh_f(gf) : silu_f(gf))) * bf(u.v[k]));
       m = amax_step(m, bf(o.v[k]));
     }
     reinterpret_cast<Vec8*>(a + row * I)[col] = o;
@@ -188,8 +203,9 @@ __global__ void swiglu_fwd_kernel(const __nv_bfloat16* __restrict__ gu, __nv_bfl
   if (amax) block_amax_into(m, amax);
 }
 
-__global__ void swiglu_bwd_kernel(const __nv_bfloat16* __restrict__ gu, const __nv_bfloat16* __restrict__ da,
-                                  __nv_bfloat16* __restrict__ dgu, int64_t N, int I, float* __restrict__ amax) {
+template <bool kGelu>
+__global__ void glu_bwd_kernel(const __nv_bfloat16* __restrict__ gu, const __nv_bfloat16* __restrict__ da,
+                               __nv_bfloat16* __restrict__ dgu, int64_t N, int I, float* __restrict__ amax) {
   const int nv = I / kVec;
   int m = 0;
   const int64_t total = N * nv;
@@ -204,9 +220,14 @@ __global__ void swiglu_bwd_kernel(const __nv_bfloat16* __restrict__ gu, const __
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float gf = bf(g.v[k]), uf = bf(u.v[k]), df = bf(d.v[k]);
-      const float sig = 1.f / (1.f + __expf(-gf));
-      og.v[k] = tobf(df * uf * sig * (1.f + gf * (1.f - sig)));
-      ou.v[k] = tobf(df * gf * sig);
+      if (kGelu) {
+        og.v[k] = tobf(df * uf * gelu_tanh_grad_f(gf));
+        ou.v[k] = tobf(df * gelu_tanh_f(gf));
+      } else {
+        const float sig = 1.f / (1.f + __expf(-gf));
+        og.v[k] = tobf(df * uf * sig * (1.f + gf * (1.f - sig)));
+        ou.v[k] = tobf(df * gf * sig);
+      }
       m = amax_step(amax_step(m, bf(og.v[k])), bf(ou.v[k]));
     }
     reinterpret_cast<Vec8*>(dgu + row * 2 * I)[col] = og;
@@ -459,6 +480,94 @@ __global__ void adamw_kernel(__nv_bfloat16* __restrict__ p, const __nv_bfloat16*
   }
 }
 
+
+// Per-head RMSNorm (Qwen3's and Gemma 3's q/k norms) in place in the fused q|k|v rows: one warp per (row, head),
+// each lane one 16-byte vector of the head (hd <= 32 * 8). The forward saves the input heads (contiguous
+// [rows * heads, hd], the backward's x) and rstd; no copy of the heads out of and back into qkv.
+constexpr int kHeadWarps = kThreads / 32;
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__global__ void head_rms_fwd_kernel(__nv_bfloat16* __restrict__ qkv, int64_t ld, int heads, int hd,
+                                    const __nv_bfloat16* __restrict__ w, __nv_bfloat16* __restrict__ x_save,
+                                    float* __restrict__ rstd_out, int64_t total, float eps) {
+  const int64_t wid = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (wid >= total) return;  // whole warps leave together (blockDim is a multiple of 32)
+  const int nv = hd / kVec;
+  Vec8* p = reinterpret_cast<Vec8*>(qkv + (wid / heads) * ld + (wid % heads) * hd);
+  Vec8 a;
+  float ss = 0.f;
+  if (lane < nv) {
+    a = p[lane];
+    reinterpret_cast<Vec8*>(x_save + wid * hd)[lane] = a;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) ss += bf(a.v[k]) * bf(a.v[k]);
+  }
+  const float rstd = rsqrtf(warp_sum(ss) / static_cast<float>(hd) + eps);
+  if (lane == 0) rstd_out[wid] = rstd;
+  if (lane < nv) {
+    const Vec8 ww = reinterpret_cast<const Vec8*>(w)[lane];
+    Vec8 o;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) o.v[k] = tobf(bf(ww.v[k]) * bf(tobf(bf(a.v[k]) * rstd)));
+    p[lane] = o;
+  }
+}
+
+// The backward, in place over the heads' gradient in dqkv; warps stride over the (row, head) pairs, each lane
+// keeps its columns' weight-gradient sums, and each block writes one fp32 partial row [hd] (partial null: frozen).
+__global__ void head_rms_bwd_kernel(__nv_bfloat16* __restrict__ dqkv, int64_t ld, int heads, int hd,
+                                    const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                                    const float* __restrict__ rstd, float* __restrict__ partial, int64_t total) {
+  __shared__ float sums[kHeadWarps][32 * kVec];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int nv = hd / kVec;
+  float dw[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) dw[k] = 0.f;
+  Vec8 ww;
+  if (lane < nv) ww = reinterpret_cast<const Vec8*>(w)[lane];
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kHeadWarps;
+  for (int64_t wid = static_cast<int64_t>(blockIdx.x) * kHeadWarps + warp; wid < total; wid += warps) {
+    Vec8* p = reinterpret_cast<Vec8*>(dqkv + (wid / heads) * ld + (wid % heads) * hd);
+    const float r = rstd[wid];
+    Vec8 a, g;
+    float dot = 0.f;
+    if (lane < nv) {
+      a = reinterpret_cast<const Vec8*>(x + wid * hd)[lane];
+      g = p[lane];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float n = bf(a.v[k]) * r;
+        dot += bf(g.v[k]) * bf(ww.v[k]) * n;
+        dw[k] += bf(g.v[k]) * bf(tobf(n));
+      }
+    }
+    const float mean = warp_sum(dot) / static_cast<float>(hd);
+    if (lane < nv) {
+      Vec8 o;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float n = bf(a.v[k]) * r;
+        o.v[k] = tobf(r * (bf(g.v[k]) * bf(ww.v[k]) - n * mean));
+      }
+      p[lane] = o;
+    }
+  }
+  if (!partial) return;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) sums[warp][lane * kVec + k] = dw[k];
+  __syncthreads();
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+    float t = 0.f;
+    for (int v = 0; v < kHeadWarps; ++v) t += sums[v][i];
+    partial[static_cast<int64_t>(blockIdx.x) * hd + i] = t;
+  }
+}
+
 const __nv_bfloat16* cptr(const at::Tensor& t) { return reinterpret_cast<const __nv_bfloat16*>(t.data_ptr()); }
 __nv_bfloat16* mptr(const at::Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data_ptr()); }
 
@@ -555,27 +664,74 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy_in, const at::Tensor& x_in, const a
   return dx;
 }
 
-at::Tensor swiglu_fwd(const at::Tensor& gu_in, const at::Tensor& amax) {
+namespace {
+// qkv's heads [col0, col0 + heads * hd) of every row, readable in place by the head kernels.
+bool heads_ok(const at::Tensor& qkv, int64_t col0, int64_t heads, int64_t hd) {
+  return rows_ok(qkv) && hd % kVec == 0 && hd <= 32 * kVec && col0 % kVec == 0 && col0 + heads * hd <= qkv.size(1);
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> head_rms_norm_fwd_(at::Tensor& qkv, int64_t col0, int64_t heads, int64_t hd,
+                                                      const at::Tensor& weight, double eps) {
+  if (!heads_ok(qkv, col0, heads, hd) || !weight.is_contiguous() || weight.numel() != hd ||
+      weight.scalar_type() != at::kBFloat16)
+    return {};
+  const int64_t total = qkv.size(0) * heads;
+  at::Tensor x = at::empty({total, hd}, qkv.options());
+  at::Tensor rstd = at::empty({total}, qkv.options().dtype(at::kFloat));
+  if (total == 0) return {x, rstd};
+  const int64_t blocks = (total + kHeadWarps - 1) / kHeadWarps;
+  head_rms_fwd_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      mptr(qkv) + col0, qkv.stride(0), static_cast<int>(heads), static_cast<int>(hd), cptr(weight), mptr(x),
+      rstd.data_ptr<float>(), total, static_cast<float>(eps));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {x, rstd};
+}
+
+bool head_rms_norm_bwd_(at::Tensor& dqkv, int64_t col0, int64_t heads, int64_t hd, const at::Tensor& x,
+                        const at::Tensor& weight, const at::Tensor& rstd, const at::Tensor& dweight) {
+  const int64_t total = dqkv.size(0) * heads;
+  if (!heads_ok(dqkv, col0, heads, hd) || !weight.is_contiguous() || weight.numel() != hd ||
+      weight.scalar_type() != at::kBFloat16 || !x.is_contiguous() || x.numel() != total * hd ||
+      x.scalar_type() != at::kBFloat16 || rstd.numel() != total)
+    return false;
+  if (total == 0) return true;
+  const int blocks = static_cast<int>(std::min<int64_t>(
+      (total + kHeadWarps - 1) / kHeadWarps,
+      static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * 8));
+  at::Tensor partial;
+  if (dweight.defined()) partial = at::empty({blocks, hd}, dqkv.options().dtype(at::kFloat));
+  head_rms_bwd_kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      mptr(dqkv) + col0, dqkv.stride(0), static_cast<int>(heads), static_cast<int>(hd), cptr(x), cptr(weight),
+      rstd.data_ptr<float>(), partial.defined() ? partial.data_ptr<float>() : nullptr, total);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (dweight.defined()) dweight.add_(partial.sum(0).to(dweight.scalar_type()));
+  return true;
+}
+
+at::Tensor glu_fwd(const at::Tensor& gu_in, bool gelu_tanh, const at::Tensor& amax) {
   at::Tensor gu = gu_in.contiguous();
   const int64_t I = gu.size(-1) / 2, N = gu.numel() / (2 * I);
-  need(I % kVec == 0, "swiglu width");
+  need(I % kVec == 0, "glu width");
   auto sizes = gu.sizes().vec();
   sizes.back() = I;
   at::Tensor a = at::empty(sizes, gu.options());
   if (N == 0) return a;
-  swiglu_fwd_kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      cptr(gu), mptr(a), N, static_cast<int>(I), amax_ptr(amax));
+  auto kernel = gelu_tanh ? glu_fwd_kernel<true> : glu_fwd_kernel<false>;
+  kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(cptr(gu), mptr(a), N,
+                                                                                      static_cast<int>(I), amax_ptr(amax));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return a;
 }
 
-at::Tensor swiglu_bwd(const at::Tensor& gu_in, const at::Tensor& da_in, const at::Tensor& amax) {
+at::Tensor glu_bwd(const at::Tensor& gu_in, const at::Tensor& da_in, bool gelu_tanh, const at::Tensor& amax) {
   at::Tensor gu = gu_in.contiguous(), da = da_in.contiguous();
   const int64_t I = gu.size(-1) / 2, N = gu.numel() / (2 * I);
-  need(I % kVec == 0 && da.numel() == N * I, "swiglu_bwd shape");
+  need(I % kVec == 0 && da.numel() == N * I, "glu_bwd shape");
   at::Tensor dgu = at::empty_like(gu);
   if (N == 0) return dgu;
-  swiglu_bwd_kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+  auto kernel = gelu_tanh ? glu_bwd_kernel<true> : glu_bwd_kernel<false>;
+  kernel<<<grid_for(N * I / kVec), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
       cptr(gu), cptr(da), mptr(dgu), N, static_cast<int>(I), amax_ptr(amax));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return dgu;

@@ -360,19 +360,13 @@ namespace {
 // Per-head RMSNorm of `width` columns starting at `col` of qkv ([N, W]), in place; returns the input and rstd.
 std::pair<at::Tensor, at::Tensor> head_norm_fwd(const LlamaConfig& c, at::Tensor& qkv, int64_t col, int64_t width,
                                                 const at::Tensor& w) {
-  const int64_t N = qkv.size(0), hd = c.head_dim;
-  at::Tensor part = qkv.narrow(1, col, width);
-  at::Tensor x = part.contiguous().view({N * width / hd, hd});
-  auto [y, rstd] = ops::rms_norm_fwd(x, block_norm_weight(c, w), c.rms_norm_eps);
-  part.copy_(y.view({N, width}));
+  auto [x, rstd] = ops::head_rms_norm_fwd_(qkv, col, width / c.head_dim, c.head_dim, block_norm_weight(c, w),
+                                           c.rms_norm_eps);
   return {x, rstd};
 }
 void head_norm_bwd(const LlamaConfig& c, at::Tensor& dqkv, int64_t col, int64_t width, const at::Tensor& w,
                    const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gw) {
-  const int64_t N = dqkv.size(0), hd = c.head_dim;
-  at::Tensor part = dqkv.narrow(1, col, width);
-  at::Tensor dx = ops::rms_norm_bwd(part.contiguous().view({N * width / hd, hd}), x, block_norm_weight(c, w), rstd, gw);
-  part.copy_(dx.view({N, width}));
+  ops::head_rms_norm_bwd_(dqkv, col, width / c.head_dim, c.head_dim, x, block_norm_weight(c, w), rstd, gw);
 }
 }  // namespace
 
@@ -403,23 +397,18 @@ void qkv_prepare_bwd(const LlamaConfig& c, const BlockView& w, const BlockView* 
   if (g && g->qkv_b.defined()) g->qkv_b.add_(dqkv.sum(0).to(g->qkv_b.scalar_type()));
 }
 
+namespace {
+ops::GluAct glu_act(const LlamaConfig& c) {
+  return c.hidden_act == "silu" ? ops::GluAct::kSilu : ops::GluAct::kGeluTanh;  // config reading allows only these
+}
+}  // namespace
+
 at::Tensor glu_fwd(const LlamaConfig& c, const at::Tensor& gu, const at::Tensor& amax) {
-  if (c.hidden_act == "silu") return ops::swiglu_fwd(gu, amax);
-  const int64_t I = gu.size(1) / 2;
-  at::Tensor a = at::gelu(gu.narrow(1, 0, I), "tanh") * gu.narrow(1, I, I);
-  if (amax.defined()) ops::fold_amax(amax, a);
-  return a;
+  return ops::glu_fwd(gu, glu_act(c), amax);
 }
 
 at::Tensor glu_bwd(const LlamaConfig& c, const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax) {
-  if (c.hidden_act == "silu") return ops::swiglu_bwd(gu, da, amax);
-  const int64_t I = gu.size(1) / 2;
-  at::Tensor gate = gu.narrow(1, 0, I), up = gu.narrow(1, I, I);
-  at::Tensor dgu = at::empty_like(gu);
-  dgu.narrow(1, 0, I).copy_(at::gelu_backward(da * up, gate, "tanh"));
-  dgu.narrow(1, I, I).copy_(da * at::gelu(gate, "tanh"));
-  if (amax.defined()) ops::fold_amax(amax, dgu);
-  return dgu;
+  return ops::glu_bwd(gu, da, glu_act(c), amax);
 }
 
 int64_t BlockSaved::bytes() const {

@@ -132,27 +132,60 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Ten
   return dx;
 }
 
-at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax) {
+std::tuple<at::Tensor, at::Tensor> head_rms_norm_fwd_(at::Tensor& qkv, int64_t col0, int64_t heads, int64_t hd,
+                                                      const at::Tensor& weight, double eps) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(gu)) return cuda::swiglu_fwd(gu, amax);
+  if (kernels_for(qkv)) {
+    auto r = cuda::head_rms_norm_fwd_(qkv, col0, heads, hd, weight, eps);
+    if (std::get<0>(r).defined()) return r;
+  }
+#endif
+  const int64_t N = qkv.size(0);
+  at::Tensor part = qkv.narrow(1, col0, heads * hd);
+  at::Tensor x = part.contiguous().view({N * heads, hd});
+  auto [y, rstd] = rms_norm_fwd(x, weight, eps);
+  part.copy_(y.view({N, heads * hd}));
+  return {x, rstd};
+}
+
+void head_rms_norm_bwd_(at::Tensor& dqkv, int64_t col0, int64_t heads, int64_t hd, const at::Tensor& x,
+                        const at::Tensor& weight, const at::Tensor& rstd, const at::Tensor& dweight) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(dqkv) && cuda::head_rms_norm_bwd_(dqkv, col0, heads, hd, x, weight, rstd, dweight)) return;
+#endif
+  const int64_t N = dqkv.size(0);
+  at::Tensor part = dqkv.narrow(1, col0, heads * hd);
+  at::Tensor dx = rms_norm_bwd(part.contiguous().view({N * heads, hd}), x, weight, rstd, dweight);
+  part.copy_(dx.view({N, heads * hd}));
+}
+
+at::Tensor glu_fwd(const at::Tensor& gu, GluAct act, const at::Tensor& amax) {
+#if AIR_TRAIN_CUDA_KERNELS
+  if (kernels_for(gu)) return cuda::glu_fwd(gu, act == GluAct::kGeluTanh, amax);
 #endif
   const int64_t I = gu.size(-1) / 2;
-  at::Tensor a = at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
+  at::Tensor gate = gu.narrow(-1, 0, I);
+  at::Tensor a = (act == GluAct::kSilu ? at::silu(gate) : at::gelu(gate, "tanh")) * gu.narrow(-1, I, I);
   fold_amax(amax, a);
   return a;
 }
 
-at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax) {
+at::Tensor glu_bwd(const at::Tensor& gu, const at::Tensor& da, GluAct act, const at::Tensor& amax) {
 #if AIR_TRAIN_CUDA_KERNELS
-  if (kernels_for(gu)) return cuda::swiglu_bwd(gu, da, amax);
+  if (kernels_for(gu)) return cuda::glu_bwd(gu, da, act == GluAct::kGeluTanh, amax);
 #endif
   const int64_t I = gu.size(-1) / 2;
   at::Tensor g = gu.narrow(-1, 0, I).to(at::kFloat), u = gu.narrow(-1, I, I).to(at::kFloat);
   at::Tensor daf = da.to(at::kFloat);
-  at::Tensor sig = at::sigmoid(g);
-  at::Tensor silu = g * sig;
-  at::Tensor dg = daf * u * sig * (1 + g * (1 - sig));
-  at::Tensor du = daf * silu;
+  at::Tensor dg, du;
+  if (act == GluAct::kSilu) {
+    at::Tensor sig = at::sigmoid(g);
+    dg = daf * u * sig * (1 + g * (1 - sig));
+    du = daf * (g * sig);
+  } else {
+    dg = at::gelu_backward(daf * u, g, "tanh");
+    du = daf * at::gelu(g, "tanh");
+  }
   at::Tensor dgu = at::cat({dg, du}, -1).to(gu.scalar_type());
   fold_amax(amax, dgu);
   return dgu;

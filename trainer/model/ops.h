@@ -30,10 +30,30 @@ at::Tensor rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Ten
                         const at::Tensor& dweight, const at::Tensor& residual = {}, const at::Tensor& amax = {},
                         const at::Tensor& out = {});
 
-// gu: [N, 2I] = [gate | up] (one GEMM's output). Returns silu(gate) * up: [N, I].
-at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax = {});
-// Gradient of swiglu_fwd with respect to gu, given the output gradient da [N, I]: [N, 2I].
-at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax = {});
+// Per-head RMSNorm (Qwen3's and Gemma 3's q_norm / k_norm) in place over `heads` heads of hd columns starting at
+// column col0 of every row of qkv ([N, W], unit column stride). Returns the input heads as a contiguous
+// [N * heads, hd] matrix (the backward's x) and rstd (fp32 [N * heads]). weight: [hd].
+std::tuple<at::Tensor, at::Tensor> head_rms_norm_fwd_(at::Tensor& qkv, int64_t col0, int64_t heads, int64_t hd,
+                                                      const at::Tensor& weight, double eps);
+// Its backward in place over the same heads of dqkv (dy in, dx out), given the forward's x and rstd; adds the
+// weight gradient into dweight (undefined: frozen).
+void head_rms_norm_bwd_(at::Tensor& dqkv, int64_t col0, int64_t heads, int64_t hd, const at::Tensor& x,
+                        const at::Tensor& weight, const at::Tensor& rstd, const at::Tensor& dweight);
+
+// The gated MLP's activation. kSilu: SwiGLU (Llama, Mistral, Qwen, Phi); kGeluTanh: GeGLU with the tanh GELU
+// (Gemma's gelu_pytorch_tanh).
+enum class GluAct { kSilu, kGeluTanh };
+// gu: [N, 2I] = [gate | up] (one GEMM's output). Returns act(gate) * up: [N, I] (act(gate) rounded to gu's dtype
+// first, as transformers).
+at::Tensor glu_fwd(const at::Tensor& gu, GluAct act, const at::Tensor& amax = {});
+// Gradient of glu_fwd with respect to gu, given the output gradient da [N, I]: [N, 2I] (fp32 math, rounded once).
+at::Tensor glu_bwd(const at::Tensor& gu, const at::Tensor& da, GluAct act, const at::Tensor& amax = {});
+inline at::Tensor swiglu_fwd(const at::Tensor& gu, const at::Tensor& amax = {}) {
+  return glu_fwd(gu, GluAct::kSilu, amax);
+}
+inline at::Tensor swiglu_bwd(const at::Tensor& gu, const at::Tensor& da, const at::Tensor& amax = {}) {
+  return glu_bwd(gu, da, GluAct::kSilu, amax);
+}
 
 // Rotates the q and k heads of a fused projection in place. qkv: [N, (nh + 2 * nkv) * hd] (q heads, then
 // k heads, then v heads; N = B * T rows), cos/sin: [N, hd] (the two halves repeated, as transformers).
