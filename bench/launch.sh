@@ -29,6 +29,9 @@ command: "true"
 max_retries: 0
 YAML
 "$AIR" server status >/dev/null 2>&1 || "$AIR" list >/dev/null   # start the workspace outside the timing
+wspid=$("$AIR" server status 2>/dev/null | sed -n 's/.*(pid \([0-9]*\)).*/\1/p')
+ws_cpu0=""
+[ -n "$wspid" ] && ws_cpu0=$(awk '{sub(/.*\) /, ""); print $12 + $13 "," $14 + $15}' "/proc/$wspid/stat")
 
 results="$tmp/results.txt"
 : > "$results"
@@ -115,5 +118,40 @@ for name, a, b in steps:
     e = [at(r, b) - r["cli_start"] for r in rows if at(r, b) is not None]
     if d: print(f"{name:<76}{statistics.median(d):>7.1f}{statistics.median(e):>9.1f}")
 print(f"{'total: CLI start -> both nodes RUNNING':<76}{statistics.median([at(r, 'running') - r['cli_start'] for r in rows]):>7.1f}")
+PY
+
+# CPU, which load moves far less than wall time: the CLI's `air -o json run` (unchanged tree: scan, cache hit,
+# HEAD, POST) through our HTTP/1.1 client and through libcurl (AIR_HTTP_CLIENT=curl), and what the node side
+# (both agents, bwrap and the commands) and the workspace used per run above (the workspace's /proc stat:
+# its own time, and its waited-for children's, once the last run's agents have exited).
+sleep 1
+python3 - "$AIR" "$tmp/proj/launch.yaml" "$N" "$wspid" "$ws_cpu0" <<'PY'
+import os, resource, subprocess, sys
+air, yaml, n, pid, cpu0 = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+def cli_cpu(client, runs=10):
+    env = dict(os.environ, AIR_HTTP_CLIENT=client)
+    best = []
+    for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([air, "-o", "json", "run", "-f", yaml], env=env, stdout=subprocess.DEVNULL, check=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best.append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000)
+    best.sort()
+    return best[len(best) // 2]
+per_run = None
+if pid and cpu0:  # before the CLI runs below submit runs of their own
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    own0, kids0 = map(int, cpu0.split(","))
+    own, kids = int(f[11]) + int(f[12]), int(f[13]) + int(f[14])
+    per_run = ((kids - kids0) * 1000 / tick / n, (own - own0) * 1000 / tick / n)
+ours, curl = cli_cpu(""), cli_cpu("curl")
+print()
+print(f"{'CPU (median of 10)':<60}{'ms':>8}{'target':>10}")
+print(f"{'air -o json run, our HTTP/1.1 client':<60}{ours:>8.2f}{'<= 5':>10}")
+print(f"{'air -o json run, libcurl (AIR_HTTP_CLIENT=curl)':<60}{curl:>8.2f}")
+if per_run:
+    print(f"{'per run above: node side (2 agents, bwrap, commands)':<60}{per_run[0]:>8.1f}")
+    print(f"{'per run above: the workspace':<60}{per_run[1]:>8.1f}")
 PY
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (figures need < 0.5; else say: measured under load)"
