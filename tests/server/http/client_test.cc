@@ -379,6 +379,8 @@ TEST_CASE("http client: a server that closed the kept-alive connection, and one 
   t.path = "/x";
   t.body = "one";
   CHECK(conn.perform(t, "").body == "one");
+  CHECK(conn.perform(t, "").body == "one");
+  CHECK(conn.connects() == 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server closes the idle connection
   t.body = "two";
   CHECK(conn.perform(t, "").body == "two");
@@ -411,6 +413,8 @@ TEST_CASE("http client: broken responses are transport errors, not data", "[http
       {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "connection closed before the response was complete"},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabc", "connection closed before the response was complete"},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", "malformed chunk size"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcdeXX\r\n0\r\n\r\n",
+       "malformed chunk: no line end after its data"},
       {"HTTP/1.1 200 OK\r\nContent-Length: x1\r\n\r\n", "malformed Content-Length 'x1'"},
       {"SSH-2.0-OpenSSH\r\n\r\n", "malformed response: 'SSH-2.0-OpenSSH'"},
       {"", "connection closed without a response"},
