@@ -442,3 +442,38 @@ TEST_CASE("http client: broken responses are transport errors, not data", "[http
   Client bad("http://127.0.0.1:1", "tok\r\nX-Evil: 1");
   CHECK(bad.send("GET", "/").transport_error == "a header value holds a line break");
 }
+
+TEST_CASE("http client: https goes through libcurl, with the profile's CA file", "[http_client]") {
+  if (!have_libcurl()) {
+    WARN("skipped: libcurl cannot be loaded here");
+    return;
+  }
+  std::string d = temp_dir();
+  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                    d + "/k.pem -out " + d + "/c.pem >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    WARN("skipped: no openssl command");
+    std::filesystem::remove_all(d);
+    return;
+  }
+  {
+    http::Server srv({}, http::TlsFiles{d + "/c.pem", d + "/k.pem"});
+    srv.Post("/s", [](const http::Request& req, http::Response& res) { res.set_content("secure " + req.body, "text/plain"); });
+    int port = srv.bind("127.0.0.1", 0);
+    REQUIRE(port > 0);
+    std::thread t([&] { srv.listen(); });
+    std::string url = "https://127.0.0.1:" + std::to_string(port);
+    CHECK(make_plain_transport(url) == nullptr);
+    Client c(url, "tok", d + "/c.pem");
+    CHECK(c.request("POST", "/s", "a", "text/plain").body == "secure a");
+    CHECK(c.request("POST", "/s", "b", "text/plain").body == "secure b");
+    // Without the CA file the certificate is not trusted: a transport error that says TLS.
+    Client untrusted(url, "tok");
+    HttpResponse r = untrusted.send("POST", "/s", "c");
+    CHECK(r.status == 0);
+    CHECK(r.transport_error.find("TLS") != std::string::npos);
+    srv.stop();
+    t.join();
+  }
+  std::filesystem::remove_all(d);
+}
