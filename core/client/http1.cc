@@ -280,7 +280,7 @@ Connection::Step Connection::attempt(const Transfer& t, const std::string& head,
     hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;  // an address needs no resolver (nor NSS's modules)
     int rc = ::getaddrinfo(url_.host.c_str(), url_.port.c_str(), &hints, &res);
     if (rc == EAI_NONAME) {
-      hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+      hints.ai_flags = AI_NUMERICSERV;  // not AI_ADDRCONFIG: it drops "localhost" where only loopback is up
       rc = ::getaddrinfo(url_.host.c_str(), url_.port.c_str(), &hints, &res);
     }
     if (rc != 0 || !res) return x.fail("unknown host"), Step::kDone;

@@ -206,6 +206,12 @@ TEST_CASE("http client: JSON calls, headers and keep-alive on the real server", 
       for (int i = 0; i < 50; ++i) CHECK(c.request("POST", "/api/echo", std::to_string(i)).body == "{\"got\":" + std::to_string(i) + "}");
     }
   }
+  // A name, not an address: resolved, and each of its addresses tried (::1 may refuse, 127.0.0.1 answers).
+  {
+    ::unsetenv("AIR_HTTP_CLIENT");
+    Client byname("http://localhost:" + std::to_string(s.port), "");
+    CHECK(byname.request("POST", "/api/echo", "7").body == R"({"got":7})");
+  }
   // Ours kept one connection for all of them.
   http1::Url u;
   REQUIRE(http1::parse_url(s.url(), u));
