@@ -226,8 +226,15 @@ HttpResponse Connection::perform(const Transfer& t, const std::string& token) {
     r.transport_error = "a header value holds a line break";
     return r;
   }
-  std::string head = t.method + " " + target + " HTTP/1.1\r\nHost: " + url_.host_header + "\r\nAccept: */*\r\n";
-  if (!token.empty()) head += "Authorization: Bearer " + token + "\r\n";
+  // Sized once and appended to in place, so that no temporary or reallocated copy holds the token.
+  std::string head;
+  head.reserve(256 + target.size() + url_.host_header.size() + token.size() + t.content_type.size());
+  head += t.method + " " + target + " HTTP/1.1\r\nHost: " + url_.host_header + "\r\nAccept: */*\r\n";
+  if (!token.empty()) {
+    head += "Authorization: Bearer ";
+    head += token;
+    head += "\r\n";
+  }
   if (!t.content_type.empty()) head += "Content-Type: " + t.content_type + "\r\n";
   uint64_t length = t.upload ? t.upload_size : t.body.size();
   if (length > 0 || t.method == "POST" || t.method == "PUT" || t.method == "PATCH")
