@@ -1,34 +1,38 @@
-// SHA-256 through OpenSSL's EVP interface (uses the CPU's SHA extensions where present).
+// SHA-256 through OpenSSL's SHA256_* functions (the CPU's SHA extensions where present). Not EVP: in
+// OpenSSL 3 the first EVP digest of a process loads the default provider and builds its name maps, ~0.9 ms
+// of CPU, paid by every `air run` and node agent for one small hash; SHA256_* calls the same block code
+// directly (400 MB hash the same 233 ms either way; docs/performance.md). Deprecated in OpenSSL 3, not gone.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "core/base/sha256.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
-#include <vector>
 
 #include "core/base/error.h"
 
 namespace air {
 
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1)
+Sha256::Sha256() : ctx_(new SHA256_CTX) {
+  if (SHA256_Init(static_cast<SHA256_CTX*>(ctx_)) != 1) {
+    delete static_cast<SHA256_CTX*>(ctx_);
     throw std::runtime_error("OpenSSL: cannot initialise SHA-256");
+  }
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+Sha256::~Sha256() { delete static_cast<SHA256_CTX*>(ctx_); }
 
-void Sha256::update(const void* data, size_t n) {
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n);
-}
+void Sha256::update(const void* data, size_t n) { SHA256_Update(static_cast<SHA256_CTX*>(ctx_), data, n); }
 
 std::string Sha256::hex_digest() {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  const unsigned int len = SHA256_DIGEST_LENGTH;
+  SHA256_Final(md, static_cast<SHA256_CTX*>(ctx_));
   static const char* kHex = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < len; ++i) {
@@ -48,9 +52,10 @@ std::string sha256_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
   Sha256 h;
-  std::vector<char> buf(1 << 20);
+  constexpr size_t kBuf = 1 << 20;
+  std::unique_ptr<char[]> buf(new char[kBuf]);  // not zeroed: it is read into
   for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
+    ssize_t n = ::read(fd, buf.get(), kBuf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int err = errno;
@@ -58,7 +63,7 @@ std::string sha256_file(const std::string& path) {
       throw Error("cannot read '" + path + "': " + std::strerror(err));
     }
     if (n == 0) break;
-    h.update(buf.data(), static_cast<size_t>(n));
+    h.update(buf.get(), static_cast<size_t>(n));
   }
   ::close(fd);
   return h.hex_digest();

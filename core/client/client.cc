@@ -1,111 +1,28 @@
-// libcurl implementation of the workspace client. One easy handle per Client keeps the connection alive
-// between calls (log following makes many small requests).
+// The workspace client over a Transport (core/client/transport.h): our HTTP/1.1 client for http:// URLs,
+// libcurl for https://. What is common — errors a user can act on, JSON, files — lives here.
 #include "core/client/client.h"
 
 #include "core/client/config.h"
-#include "core/client/curl_api.h"
+#include "core/client/transport.h"
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
 namespace air {
-
-namespace {
-
-void global_init() { curl(); }  // loads libcurl and initialises it, once
-
-size_t write_string(char* p, size_t sz, size_t n, void* ud) {
-  static_cast<std::string*>(ud)->append(p, sz * n);
-  return sz * n;
-}
-
-size_t write_file(char* p, size_t sz, size_t n, void* ud) {
-  return std::fwrite(p, sz, n, static_cast<FILE*>(ud)) * sz;
-}
-
-size_t read_file(char* p, size_t sz, size_t n, void* ud) { return std::fread(p, sz, n, static_cast<FILE*>(ud)); }
-
-size_t on_header(char* p, size_t sz, size_t n, void* ud) {
-  std::string line(p, sz * n);
-  auto colon = line.find(':');
-  if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string value = line.substr(colon + 1);
-    auto b = value.find_first_not_of(" \t");
-    auto e = value.find_last_not_of(" \t\r\n");
-    value = b == std::string::npos ? "" : value.substr(b, e - b + 1);
-    (*static_cast<std::map<std::string, std::string>*>(ud))[name] = value;
-  }
-  return sz * n;
-}
-
-struct Progress {
-  const ProgressFn* fn;
-  uint64_t total;
-  bool download = false;
-};
-
-int on_progress(void* ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
-  auto* p = static_cast<Progress*>(ud);
-  if (!p->fn || !*p->fn) return 0;
-  if (p->download) (*p->fn)(static_cast<uint64_t>(dlnow), static_cast<uint64_t>(dltotal));
-  else (*p->fn)(static_cast<uint64_t>(ulnow), p->total);
-  return 0;
-}
-
-}  // namespace
 
 Client::Client(std::string base_url, std::string token, std::string ca_file)
     : base_url_(std::move(base_url)), token_(std::move(token)), ca_file_(std::move(ca_file)) {
   base_url_ = normalize_host(base_url_);  // the one URL rule: a bare host means https
-  global_init();
-  curl_ = curl().easy_init();
-  if (!curl_) throw Error("cannot initialise libcurl");
+  transport_ = make_plain_transport(base_url_);
+  if (!transport_) transport_ = make_curl_transport(base_url_, ca_file_);
 }
 
-Client::~Client() { curl().easy_cleanup(static_cast<CURL*>(curl_)); }
+Client::~Client() = default;
 
-void* Client::curl_for(const std::string& method, const std::string& path, long timeout_ms) {
-  CURL* c = static_cast<CURL*>(curl_);
-  curl().easy_reset(c);
-  std::string url = base_url_ + path;
-  curl().easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  curl().easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl().easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-  if (!ca_file_.empty()) curl().easy_setopt(c, CURLOPT_CAINFO, ca_file_.c_str());
-  if (method == "HEAD") {
-    curl().easy_setopt(c, CURLOPT_NOBODY, 1L);
-  } else if (method != "GET") {
-    curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-  }
-  return c;
-}
-
-namespace {
-
-std::string transport_cause(int code, const char* errbuf) {
-  std::string why = errbuf && *errbuf ? errbuf : curl().easy_strerror(static_cast<CURLcode>(code));
-  switch (code) {
-    case CURLE_COULDNT_CONNECT: return "connection refused";
-    case CURLE_COULDNT_RESOLVE_HOST: return "unknown host";
-    case CURLE_OPERATION_TIMEDOUT: return "timed out";
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION: return "TLS failure (" + why + ")";
-    default: return why;
-  }
-}
-
-}  // namespace
-
-void Client::throw_transport(int code, const char* errbuf) const {
-  throw Error(fmt::format("cannot reach workspace at {}: {}", base_url_, transport_cause(code, errbuf)),
+void Client::throw_transport(const std::string& cause) const {
+  throw Error(fmt::format("cannot reach workspace at {}: {}", base_url_, cause),
               "check that the workspace is running ('air server status') and that AIR_HOST or the profile "
               "names it");
 }
@@ -113,42 +30,19 @@ void Client::throw_transport(int code, const char* errbuf) const {
 HttpResponse Client::request(const std::string& method, const std::string& path, const std::string& body,
                              const std::string& content_type, long timeout_ms) {
   HttpResponse r = send(method, path, body, content_type, timeout_ms);
-  if (r.status == 0) throw_transport(r.transport_code, r.transport_error.c_str());
+  if (r.status == 0) throw_transport(r.transport_error);
   return r;
 }
 
 HttpResponse Client::send(const std::string& method, const std::string& path, const std::string& body,
                           const std::string& content_type, long timeout_ms) {
-  CURL* c = static_cast<CURL*>(curl_for(method, path, timeout_ms));
-  HttpResponse r;
-  curl_slist* hdrs = nullptr;
-  std::string auth = "Authorization: Bearer " + token_;
-  if (!token_.empty()) hdrs = curl().slist_append(hdrs, auth.c_str());
-  std::fill(auth.begin(), auth.end(), '\0');  // libcurl copied it; leave no second copy of the token around
-  if (!content_type.empty()) hdrs = curl().slist_append(hdrs, ("Content-Type: " + content_type).c_str());
-  hdrs = curl().slist_append(hdrs, "Expect:");  // a 1 MiB log chunk must not wait for "100 Continue"
-  curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  if (method == "POST" || method == "PUT" || method == "PATCH" || (method == "DELETE" && !body.empty())) {
-    curl().easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  }
-  curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, write_string);
-  curl().easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl().easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl().easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl().easy_perform(c);
-  curl().slist_free_all(hdrs);
-  if (rc != CURLE_OK) {
-    r.body.clear();
-    r.headers.clear();
-    r.transport_code = rc;
-    r.transport_error = transport_cause(rc, errbuf);
-    return r;
-  }
-  curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-  return r;
+  Transfer t;
+  t.method = method;
+  t.path = path;
+  t.body = body;
+  t.content_type = content_type;
+  t.timeout_ms = timeout_ms;
+  return transport_->perform(t, token_);
 }
 
 std::string describe(const HttpResponse& r) {
@@ -214,31 +108,17 @@ bool Client::head(const std::string& path, long timeout_ms) {
 nlohmann::json Client::put_file(const std::string& path, const std::string& file, const ProgressFn& progress) {
   FILE* f = std::fopen(file.c_str(), "rb");
   if (!f) throw Error("cannot read " + file);
-  uint64_t total = std::filesystem::file_size(file);
-  CURL* c = static_cast<CURL*>(curl_for("PUT", path, 0));
-  curl().easy_setopt(c, CURLOPT_UPLOAD, 1L);
-  curl().easy_setopt(c, CURLOPT_READFUNCTION, read_file);
-  curl().easy_setopt(c, CURLOPT_READDATA, f);
-  curl().easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(total));
-  Progress prog{&progress, total};
-  curl().easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl().easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
-  curl_slist* hdrs = nullptr;
-  if (!token_.empty()) hdrs = curl().slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
-  hdrs = curl().slist_append(hdrs, "Content-Type: application/octet-stream");
-  hdrs = curl().slist_append(hdrs, "Expect:");
-  curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  HttpResponse r;
-  curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, write_string);
-  curl().easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl().easy_perform(c);
-  curl().slist_free_all(hdrs);
+  Transfer t;
+  t.method = "PUT";
+  t.path = path;
+  t.content_type = "application/octet-stream";
+  t.upload = f;
+  t.upload_size = std::filesystem::file_size(file);
+  t.timeout_ms = 0;
+  t.progress = &progress;
+  HttpResponse r = transport_->perform(t, token_);
   std::fclose(f);
-  if (rc != CURLE_OK) throw_transport(rc, errbuf);
-  curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  if (r.status == 0) throw_transport(r.transport_error);
   if (r.status / 100 != 2) throw_api_error(r);
   return r.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.body);
 }
@@ -248,34 +128,22 @@ void Client::get_to_file(const std::string& path, const std::string& file, const
   std::string part = file + ".part";
   FILE* f = std::fopen(part.c_str(), "wb");
   if (!f) throw Error("cannot write " + part);
-  CURL* c = static_cast<CURL*>(curl_for("GET", path, timeout_ms));
-  curl_slist* hdrs = nullptr;
-  if (!token_.empty()) hdrs = curl().slist_append(hdrs, ("Authorization: Bearer " + token_).c_str());
-  curl().easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, write_file);
-  curl().easy_setopt(c, CURLOPT_WRITEDATA, f);
-  Progress prog{&progress, 0, true};
-  if (progress) {
-    curl().easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl().easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
-  }
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl().easy_perform(c);
-  curl().slist_free_all(hdrs);
-  long status = 0;
-  curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  bool ok = std::fclose(f) == 0 && rc == CURLE_OK && status == 200;
+  Transfer t;
+  t.method = "GET";
+  t.path = path;
+  t.download = f;
+  t.timeout_ms = timeout_ms;
+  t.progress = &progress;
+  HttpResponse r = transport_->perform(t, token_);
+  bool ok = std::fclose(f) == 0 && r.status == 200;
   if (!ok) {
-    HttpResponse r;
-    r.status = status;
-    if (rc == CURLE_OK) {
+    if (r.status != 0) {  // the error's body went to the file
       std::ifstream in(part);
       r.body.assign(std::istreambuf_iterator<char>(in), {});
     }
     std::filesystem::remove(part);
-    if (rc != CURLE_OK) throw_transport(rc, errbuf);
+    if (r.status == 0) throw_transport(r.transport_error);
+    if (r.status == 200) throw Error("cannot write " + part);
     throw_api_error(r);
   }
   std::filesystem::rename(part, file);

@@ -1,4 +1,4 @@
-// The workspace REST client (libcurl): JSON calls, streamed uploads and downloads, raw log reads.
+// The workspace REST client: JSON calls, streamed uploads and downloads, raw log reads.
 // Every failure becomes an air::Error a user can act on: an unreachable workspace names its URL and the
 // cause; an HTTP error carries the server's code, message and diagnostics (ApiError).
 #pragma once
@@ -36,7 +36,7 @@ struct HttpResponse {
   long status = 0;             // 0: no response (send() only; transport_error says why)
   std::string body;
   std::string transport_error;  // "connection refused", "timed out", ... when status is 0
-  int transport_code = 0;       // libcurl's code when status is 0
+  int transport_code = 0;       // when status is 0: libcurl's code, or -1 from our own HTTP/1.1 client
   bool ok() const { return status >= 200 && status < 300; }
   std::map<std::string, std::string> headers;  // lower-case names
   std::string header(const std::string& lower_name) const {
@@ -48,6 +48,11 @@ struct HttpResponse {
 // Called during uploads and downloads with (bytes moved, total bytes; 0 while unknown).
 using ProgressFn = std::function<void(uint64_t, uint64_t)>;
 
+class Transport;
+
+// One connection kept alive between calls; not for use by two threads at once. http:// URLs are served by
+// our own HTTP/1.1 client (core/client/http1.h), https:// by libcurl (loaded then, not at start-up);
+// AIR_HTTP_CLIENT=curl sends http:// through libcurl too.
 class Client {
  public:
   // base_url like http://127.0.0.1:8470; token may be empty (health only).
@@ -80,11 +85,10 @@ class Client {
   [[noreturn]] void throw_api_error(const HttpResponse& r) const;
 
  private:
-  void* curl_for(const std::string& method, const std::string& path, long timeout_ms);
-  [[noreturn]] void throw_transport(int curl_code, const char* errbuf) const;
+  [[noreturn]] void throw_transport(const std::string& cause) const;
 
   std::string base_url_, token_, ca_file_;
-  void* curl_ = nullptr;
+  std::unique_ptr<Transport> transport_;
 };
 
 // For log lines: "connection refused", or "HTTP 500: <the error body's message>".

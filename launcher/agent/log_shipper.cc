@@ -102,6 +102,9 @@ bool LogSpool::append(std::string_view lines) {
 }
 
 void LogSpool::read(uint64_t offset, size_t max, std::string& out) const {
+  // Only what append() has published: a chunk of a few lines zeroes a few bytes, not max (1 MiB) each time.
+  uint64_t end = size();
+  max = end > offset ? static_cast<size_t>(std::min<uint64_t>(max, end - offset)) : 0;
   out.resize(max);
   size_t got = 0;
   while (got < max) {
