@@ -117,7 +117,9 @@ else
   stamp "build air-train, air-train-check (libtorch with CUDA), air-torchrun"
   prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   export TORCH_CUDA_ARCH_LIST=9.0
-  deps=$(bash "$src/scripts/gpu/cmake_args.sh" "$carry" "$W/deps") || die "the build's libraries are missing"
+  # The libraries the image lacks (snappy) go under the bin folder: a run's command sees air's bin folder and
+  # nothing else of this machine's /tmp (its sandbox), so air-train's RUNPATH must point inside it.
+  deps=$(bash "$src/scripts/gpu/cmake_args.sh" "$carry" "$BIN/.deps") || die "the build's libraries are missing"
   echo "libraries: $deps"
   # shellcheck disable=SC2086  # deps is a list of -D words without spaces
   cmake -S "$carry" -B /tmp/air-e2e-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
