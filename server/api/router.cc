@@ -27,7 +27,7 @@
 #include "server/api/unity_catalog.h"
 #include "server/backends/local.h"
 #include "server/workspace/config.h"
-#include "server/workspace/services.h"
+#include "server/api/services.h"
 #include "server/backends/slurm.h"
 #include "server/web/api.h"
 #include "server/web/ui.h"
@@ -114,8 +114,8 @@ class Api {
     install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
     install_web_ui(srv_);        // the run page itself, at /
     install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
-    install_unity_catalog_routes(srv_, ws_);  // volumes and their grants (server/api/unity_catalog.cc)
-    install_identity_routes(srv_, ws_);  // SCIM, tokens, the audit log (server/api/identity.cc)
+    install_unity_catalog_routes(srv_, ws_.auth(), ws_.volume_access());  // volumes and their grants (server/api/unity_catalog.cc)
+    install_identity_routes(srv_, ws_.auth());  // SCIM, tokens, the audit log (server/api/identity.cc)
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -154,7 +154,7 @@ class Api {
 
   Principal auth(const http::Request& req) const {
     std::string why;
-    auto p = ws_.authenticate(bearer(req), &why);
+    auto p = ws_.auth().authenticate(bearer(req), &why);
     if (!p) throw HttpError(401, "UNAUTHENTICATED", why);
     return *p;
   }
@@ -199,7 +199,7 @@ class Api {
   // someone: a user, node:<run>:<attempt>, or one of the two names no user can have (valid_principal_name).
   std::string identify(const http::Request& req) const {
     if (bearer(req).empty()) return kNoToken;
-    auto who = ws_.authenticate(bearer(req));
+    auto who = ws_.auth().authenticate(bearer(req));
     return who ? who->name() : kBadToken;
   }
   static constexpr const char* kNoToken = "(no token)";
@@ -223,7 +223,7 @@ class Api {
     e.route = req.path;
     e.object = audit_object(req);
     e.status = res.status;
-    ws_.identity().audit(e);
+    ws_.auth().identity().audit(e);
   }
 
   // The parameters the route's handler reads: the secrets and MLflow handlers a JSON body first, then the
@@ -320,7 +320,7 @@ class Api {
             res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes, token](auto& res) {
               // A follower whose token is revoked or expires meanwhile is answered 401 at once.
               std::string why;
-              if (!ws_.authenticate(token, &why)) {
+              if (!ws_.auth().authenticate(token, &why)) {
                 res = http::Response();
                 send_error(res, 401, "UNAUTHENTICATED", why);
                 return true;
@@ -405,11 +405,11 @@ class Api {
     }, {ws_.options().max_snapshot_bytes, uploader});
   }
 
-  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/workspace/services.h says who may
+  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/api/services.h says who may
   // do what). A node token reads only the secrets its run references.
   void services_routes() {
     auto h = [this](const http::Request& req, http::Response& res) {
-      auto who = ws_.authenticate(bearer(req));
+      auto who = ws_.auth().authenticate(bearer(req));
       std::vector<SecretRef> refs;
       if (who && who->is_node() && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
         for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
@@ -428,7 +428,7 @@ class Api {
     };
     // No body is read without a known token (the handlers answer the caller's rights in their own shapes).
     http::Gate any_token = [this](const http::Request& req, http::Response& res) {
-      if (ws_.authenticate(bearer(req))) return true;
+      if (ws_.auth().authenticate(bearer(req))) return true;
       ApiReply r = handle_services_request(ws_.services(), std::nullopt, {}, req.method, req.target, "");
       send_json(res, r.body, r.status);
       return false;
@@ -498,6 +498,11 @@ std::string with_port(const std::string& url, int port) {
 
 }  // namespace
 
+void install_files_routes(http::Server& srv, Workspace& ws) {
+  install_files_routes(srv, ws.auth(), ws.volume_access(),
+                       [&ws](const std::string& run_id, int attempt) { return ws.node_spec(run_id, attempt, 0); });
+}
+
 void install_routes(http::Server& srv, Workspace& ws) {
   auto api = std::make_shared<Api>(srv, ws);
   api->install();
@@ -560,7 +565,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   std::string agent_url = nb.advertise_url.empty() ? url : with_port(nb.advertise_url, port);
   ws.set_url(agent_url);
   ws.start();
-  std::string token = ws.create_admin_token();
+  std::string token = ws.auth().create_admin_token();
   write_daemon_info(o.home, DaemonInfo{static_cast<int>(::getpid()), port, url, token, o.home});
   write_isolation(o.home, wo.isolation);
   if (!o.daemon) {
