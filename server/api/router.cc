@@ -349,17 +349,17 @@ class Api {
   void snapshot_routes() {
     const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
     // Read by admins, its uploaders, the node tokens of runs made from it and users who may view such a run
-    // (Workspace::snapshot_refusal); anyone else is answered exactly as for a digest nobody uploaded.
+    // (Snapshots::refusal); anyone else is answered exactly as for a digest nobody uploaded.
     http::Gate reader = [this](const http::Request& req, http::Response&) {
       std::string digest = req.matches[1];
-      if (ws_.snapshot_refusal(auth(req), digest)) throw HttpError(404, "NOT_FOUND", snapshot_missing(digest));
+      if (ws_.snapshots().refusal(auth(req), digest)) throw HttpError(404, "NOT_FOUND", snapshot_missing(digest));
       return true;
     };
     srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
       std::string digest = req.matches[1];
-      if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", snapshot_missing(digest));
-      uint64_t size = ws_.blobs().size(digest);
-      int fd = ::open(ws_.blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+      if (!ws_.snapshots().blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", snapshot_missing(digest));
+      uint64_t size = ws_.snapshots().blobs().size(digest);
+      int fd = ::open(ws_.snapshots().blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
       auto file = std::make_shared<OpenFile>(fd);
       res.set_content_provider(size, "application/octet-stream", [file](uint64_t offset, uint64_t n, http::DataSink& sink) {
@@ -378,11 +378,11 @@ class Api {
     srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
       std::string digest = req.matches[1];
       Principal who = auth(req);
-      if (ws_.blobs().has(digest) && !ws_.snapshot_refusal(who, digest)) {
+      if (ws_.snapshots().blobs().has(digest) && !ws_.snapshots().refusal(who, digest)) {
         read([](const char*, size_t) { return true; });
-        return send_json(res, json{{"digest", digest}, {"bytes", ws_.blobs().size(digest)}, {"existed", true}});
+        return send_json(res, json{{"digest", digest}, {"bytes", ws_.snapshots().blobs().size(digest)}, {"existed", true}});
       }
-      auto w = ws_.blobs().begin(digest, ws_.options().max_snapshot_bytes);
+      auto w = ws_.snapshots().blobs().begin(digest, ws_.options().max_snapshot_bytes);
       bool fits = true;
       bool complete = read([&](const char* d, size_t n) { return fits = w->write(d, n); });
       if (!fits && (w->write_errno() == ENOSPC || w->write_errno() == EDQUOT))
@@ -400,7 +400,7 @@ class Api {
       } catch (const Error& e) {
         throw HttpError(400, "DIGEST_MISMATCH", e.what());
       }
-      ws_.snapshot_uploads().record(digest, who.user, ws_.now_ms());
+      ws_.snapshots().uploads().record(digest, who.user, ws_.now_ms());
       send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
     }, {ws_.options().max_snapshot_bytes, uploader});
   }

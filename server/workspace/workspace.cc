@@ -45,12 +45,14 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
     : opts_(std::move(opts)),
       backend_(std::move(backend)),
       store_((fs::create_directories(opts_.home), opts_.home + "/workspace.db")),
-      blobs_(opts_.home + "/blobs"),
       volumes_(opts_.volumes_root.empty() ? opts_.home + "/volumes" : opts_.volumes_root),
       logs_(opts_.home + "/runs"),
       services_(std::make_unique<WorkspaceServices>(opts_.home + "/workspace.db")),
       identity_(std::make_unique<IdentityStore>(opts_.home + "/workspace.db", opts_.admin_user)),
-      snapshot_uploads_(std::make_unique<SnapshotUploads>(opts_.home + "/workspace.db")) {
+      snapshots_(std::make_unique<Snapshots>(opts_.home + "/blobs", opts_.home + "/workspace.db",
+                                             [this](const Principal& who, const std::string& digest) {
+                                               return snapshot_run_refusal(who, digest);
+                                             })) {
   if (!opts_.now_ms) opts_.now_ms = system_now_ms;
   auto clock = [this] { return now(); };
   volume_access_ = std::make_unique<VolumeAccess>(opts_.home + "/workspace.db", volumes_, *identity_, clock);
@@ -136,9 +138,7 @@ Workspace::RunAccess Workspace::run_access(const std::string& run_id) const {
   return {r.info.user, r.info.permissions};
 }
 
-std::optional<std::string> Workspace::snapshot_refusal(const Principal& who, const std::string& digest) const {
-  if (who.admin) return std::nullopt;
-  if (!who.is_node() && !who.user.empty() && snapshot_uploads_->uploaded_by(digest, who.user)) return std::nullopt;
+std::optional<std::string> Workspace::snapshot_run_refusal(const Principal& who, const std::string& digest) const {
   std::lock_guard<std::mutex> g(mu_);
   if (who.is_node()) {
     const RunRecord* r = runs_.get(who.run_id);
@@ -186,7 +186,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   // follow the same rule); a volume that does not exist yet becomes the submitter's.
   std::vector<std::string> new_volumes = volume_access_->check_run_volumes(workload_volume_keys(w), who);
   admission::Snapshot snapshot = admission::check_snapshot(
-      req, w, volumes_, blobs_, [&] { return !snapshot_refusal(who, req.snapshot_digest); });
+      req, w, volumes_, snapshots_->blobs(), [&] { return !snapshots_->refusal(who, req.snapshot_digest); });
   std::vector<std::string> notices;
   std::string pool = pool_for(w.compute.pool_id, notices);
   auto pool_gpus = pool_gpus_.find(pool);

@@ -28,6 +28,7 @@
 #include "server/workspace/isolation.h"
 #include "server/workspace/run_spec.h"
 #include "server/workspace/run_table.h"
+#include "server/workspace/snapshots.h"
 #include "server/workspace/volume_access.h"
 #include "server/store/logs.h"
 #include "server/store/snapshot_uploads.h"
@@ -99,12 +100,8 @@ class Workspace {
   // Throws 403 PERMISSION_DENIED (naming the missing level) unless `who` has `need` on the run.
   void require_run(const Principal& who, const std::string& run_id, RunLevel need) const;
 
-  // Who may read (and name in a run) a code snapshot: admins, its uploaders, node tokens of a run made from
-  // it, users who may view such a run. The refusal, or nullopt. The routes answer a refused caller 404, as
-  // for a digest that does not exist (a digest is a name anyone can compute, not a key).
-  std::optional<std::string> snapshot_refusal(const Principal& who, const std::string& digest) const;
-  // Who uploaded each snapshot (server/store/snapshot_uploads.h).
-  SnapshotUploads& snapshot_uploads() { return *snapshot_uploads_; }
+  // Code snapshots: the blob store, their uploaders, who may read one (server/workspace/snapshots.h).
+  Snapshots& snapshots() { return *snapshots_; }
 
   // `who` becomes the run's owner; the workload's permissions are its access list. Refused (403) when the
   // owner may not READ a secret scope the workload references.
@@ -130,7 +127,6 @@ class Workspace {
   LogRead read_log(const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
                    std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
 
-  BlobStore& blobs() { return blobs_; }
   // Told of every log append and run-state change (see LogStore::set_listener).
   void set_log_listener(std::function<void()> f) { logs_.set_listener(std::move(f)); }
   // Secrets and MLflow (server/workspace/services.h).
@@ -153,6 +149,8 @@ class Workspace {
   };
 
   int64_t now() const { return opts_.now_ms(); }
+  // The run table's half of who may read a snapshot (Snapshots::RunReaders).
+  std::optional<std::string> snapshot_run_refusal(const Principal& who, const std::string& digest) const;
   RunRecord& find(const std::string& run_id) { return runs_.find(run_id); }
   const RunRecord& find(const std::string& run_id) const { return runs_.find(run_id); }
   std::vector<RunRecord*> active_runs() { return runs_.active(); }
@@ -198,14 +196,13 @@ class Workspace {
   WorkspaceOptions opts_;
   std::unique_ptr<Backend> backend_;
   Store store_;
-  BlobStore blobs_;
   VolumeStore volumes_;
   LogStore logs_;
   std::unique_ptr<WorkspaceServices> services_;
   std::unique_ptr<IdentityStore> identity_;
   std::unique_ptr<VolumeAccess> volume_access_;
   std::unique_ptr<Auth> auth_;
-  std::unique_ptr<SnapshotUploads> snapshot_uploads_;
+  std::unique_ptr<Snapshots> snapshots_;
   std::string url_;
 
   mutable std::mutex mu_;

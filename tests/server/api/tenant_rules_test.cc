@@ -156,7 +156,7 @@ TEST_CASE("tenant: a snapshot digest is a name, not a key") {
   CHECK(json::parse(same->body)["existed"] == false);
   CHECK(t.send(t.bob, "HEAD", snap_path(digest))->status == 200);
   CHECK(t.submit(t.bob, "", digest)->status == 201);
-  CHECK(t.ws->snapshot_uploads().uploaders(digest) == std::vector<std::string>{"alice", "bob"});
+  CHECK(t.ws->snapshots().uploads().uploaders(digest) == std::vector<std::string>{"alice", "bob"});
 }
 
 TEST_CASE("tenant: CAN_VIEW on a run made from a snapshot lets a user read it and name it") {
