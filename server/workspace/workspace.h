@@ -1,7 +1,8 @@
 // The workspace: a thin façade over its parts (docs/architecture.md "The workspace's parts"). It owns the
 // run table (run_table.h) under one lock with the queue and the attempt lifecycle (this class's private
 // half: queue.cc, scheduler.cc, scheduler_jobs.cc), and hands out the parts that keep their own state:
-// auth (auth.h: tokens, own lock), volume access (volume_access.h), services (secrets, MLflow), the stores.
+// auth (auth.h: tokens, own lock), volume access (volume_access.h), snapshots (snapshots.h), services
+// (secrets, MLflow) and the stores.
 // Submits pass admission's named steps (admission.h) before they touch the run table. A tick thread
 // enforces heartbeats, timeouts and stop grace periods.
 #pragma once
