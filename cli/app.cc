@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/completion/completion.h"
@@ -13,6 +14,7 @@
 #include "cli/run/secret_check.h"
 #include "cli/secrets.h"
 #include "cli/verbs.h"
+#include "core/base/edit_distance.h"
 #include "core/base/error.h"
 
 namespace air::cli {
@@ -46,31 +48,53 @@ const Verb* find_verb(const std::string& name) {
   return nullptr;
 }
 
+// Where the command line's first bare word (the verb) is, skipping the root's own options and their values
+// (add_globals: which take a value is CLI11's to say, so a global option added later needs no change here);
+// words.size() when there is none (`air --version`, `air -h`, or a `--` first).
+size_t verb_index(const CLI::App& root, const std::vector<std::string>& words) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--") return words.size();
+    if (!w.empty() && w[0] == '-') {
+      const CLI::Option* o = w.find('=') == std::string::npos ? root.get_option_no_throw(w) : nullptr;
+      if (o != nullptr && o->get_type_size() != 0) ++i;  // its value is the next word
+      continue;
+    }
+    return i;
+  }
+  return words.size();
+}
+
 // What part of the tree a command line needs: one verb, every verb, or (`air --version`) none.
 struct TreeNeed {
   enum Kind { kAll, kOne, kNone } kind = kAll;
   const Verb* verb = nullptr;
 };
 
-// Reads the command line up to its first bare word with the root's own options (add_globals: which take a
-// value is CLI11's to say), so a global option added later needs no change here.
 TreeNeed tree_need(const CLI::App& root, const std::vector<std::string>& words) {
+  const size_t at = verb_index(root, words);
   bool version = false;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    if (w == "--") break;
-    if (w == "-h" || w == "--help" || w == "--help-all") return {};
-    if (w == "--version") { version = true; continue; }
-    if (!w.empty() && w[0] == '-') {
-      const CLI::Option* o = w.find('=') == std::string::npos ? root.get_option_no_throw(w) : nullptr;
-      if (o != nullptr && o->get_type_size() != 0) ++i;  // its value is the next word
-      continue;
-    }
-    const Verb* v = find_verb(w);
-    if (v == nullptr) return {};  // CLI11 names the unknown word and lists the verbs
-    return {TreeNeed::kOne, v};
+  for (size_t i = 0; i < at; ++i) {
+    if (words[i] == "-h" || words[i] == "--help" || words[i] == "--help-all") return {};
+    if (words[i] == "--version") version = true;
   }
-  return version ? TreeNeed{TreeNeed::kNone, nullptr} : TreeNeed{};
+  if (at == words.size()) return version ? TreeNeed{TreeNeed::kNone, nullptr} : TreeNeed{};
+  const Verb* v = find_verb(words[at]);
+  if (v == nullptr) return {};  // run_cli refuses an unknown verb before parsing (unknown_verb_error)
+  return {TreeNeed::kOne, v};
+}
+
+// `air nosuchverb [--help]`: a usage error naming the word, with the closest verb as a hint. Checked before
+// CLI11 parses, which would otherwise answer a --help anywhere on the line with the top-level help (exit 0).
+std::optional<air::Error> unknown_verb_error(const CLI::App& root, const std::vector<std::string>& words) {
+  const size_t at = verb_index(root, words);
+  if (at == words.size() || find_verb(words[at]) != nullptr) return std::nullopt;
+  const std::string& w = words[at];
+  std::vector<std::string> names;
+  for (const auto& v : kVerbs) names.emplace_back(v.name);
+  std::string near = closest_match(w, names);
+  return usage_error("unknown command '" + w + "'",
+                     (near.empty() ? std::string() : "did you mean '" + near + "'? ") + "run 'air --help' for the commands");
 }
 
 void add_globals(CLI::App& app, Context& ctx) {
@@ -128,7 +152,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return run_complete(app, words, ctx);
   }
   add_globals(app, ctx);
-  add_verbs(app, ctx, tree_need(app, {args.begin() + (args.empty() ? 0 : 1), args.end()}));
+  const std::vector<std::string> words(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (auto e = unknown_verb_error(app, words)) {
+    render_error(err, *e);
+    return e->exit_code();
+  }
+  add_verbs(app, ctx, tree_need(app, words));
 
   // `air run -h config.<path>` is field help, not CLI11's -h flag.
   if (int code = 0; run_field_help(args, ctx, &code)) return code;

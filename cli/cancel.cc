@@ -65,11 +65,13 @@ void setup_cancel(CLI::App& app, Context& ctx) {
           else *ctx.err << "Successfully requested cancellation for run " << id << "\n";
         }
       } catch (const ApiError& e) {
-        std::string msg = e.http_status() == 404
-                              ? "Run " + id + " not found. Please check the run ID and ensure you're using a Job Run ID."
-                              : std::string(e.what());
+        // An unknown run: the reference CLI's sentence, as it prints it (docs/cli.md). Any other refusal (another
+        // user's run, a 403) is an error of ours and reads like every other one: `air: error: ...`.
+        const bool unknown = e.http_status() == 404;
+        std::string msg = unknown ? "Run " + id + " not found. Please check the run ID and ensure you're using a Job Run ID."
+                                  : std::string(e.what());
         failed.push_back({{"run_id", id}, {"error", msg}});
-        if (!json_out) *ctx.err << msg << "\n";
+        if (!json_out) *ctx.err << (unknown ? "" : "air: error: ") << msg << "\n";
       }
     }
     if (json_out) {

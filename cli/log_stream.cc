@@ -12,8 +12,7 @@ namespace air::cli {
 
 LogPoll poll_log(Client& c, const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
                  std::optional<uint64_t> tail, int wait_ms) {
-  std::string path = fmt::format("{}/runs/{}/attempts/{}/nodes/{}/logs?max_bytes={}", api::kPrefix, run_id, attempt,
-                                 node, 8 << 20);
+  std::string path = api::node_path(run_id, attempt, node, "logs") + fmt::format("?max_bytes={}", 8 << 20);
   if (offset) path += fmt::format("&offset={}", *offset);
   else if (tail) path += fmt::format("&tail={}", *tail);
   if (wait_ms > 0) path += fmt::format("&wait_ms={}", wait_ms);
@@ -21,9 +20,9 @@ LogPoll poll_log(Client& c, const std::string& run_id, int attempt, int node, st
   if (r.status != 200) c.throw_api_error(r);
   LogPoll p;
   p.data = std::move(r.body);
-  p.offset = std::stoull("0" + r.header("x-air-log-offset"));
-  p.size = std::stoull("0" + r.header("x-air-log-size"));
-  p.done = r.header("x-air-log-done") == "1";
+  p.offset = std::stoull("0" + r.header(api::header_key(api::kHeaderLogOffset)));
+  p.size = std::stoull("0" + r.header(api::header_key(api::kHeaderLogSize)));
+  p.done = r.header(api::header_key(api::kHeaderLogDone)) == "1";
   return p;
 }
 

@@ -12,6 +12,7 @@
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"
+#include "core/base/time.h"
 
 namespace air::cli {
 
@@ -30,19 +31,11 @@ struct LogsFlags {
   bool node_given = false, lines_given = false, retry_given = false, minutes_given = false;
 };
 
-int64_t parse_duration_ms(const std::string& s) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = s.substr(used);
-  double mult = unit == "s" ? 1e3 : unit == "m" || unit.empty() ? 6e4 : unit == "h" ? 3.6e6 : unit == "d" ? 8.64e7 : -1;
-  if (used == 0 || mult < 0 || v < 0)
-    throw usage_error("invalid --since '" + s + "'", "use a number with s, m, h or d: --since 10m");
-  return static_cast<int64_t>(v * mult);
+// --since: a duration (core/base/time.h); a bare number is minutes.
+int64_t since_ms(const std::string& s) {
+  std::optional<int64_t> ms = parse_duration_ms(s, 'm');
+  if (!ms) throw usage_error("invalid --since '" + s + "'", "use a number with s, m, h or d: --since 10m");
+  return *ms;
 }
 
 struct Cursor {
@@ -198,7 +191,7 @@ void run_logs(LogsFlags f, Context& ctx) {
   po.color = !po.json && use_color(ctx, 1);
   po.timestamps = f.timestamps;
   po.prefix_node = f.all_nodes;
-  if (!f.since.empty()) po.since_ms = now_ms() - parse_duration_ms(f.since);
+  if (!f.since.empty()) po.since_ms = now_ms() - since_ms(f.since);
   if (f.minutes_given) po.since_ms = now_ms() - f.minutes * 60000;
   for (;;) {
     if (f.all_nodes) stream_all(c, f.id, attempt, r.num_nodes, follow, tail, po, *ctx.out);

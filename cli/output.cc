@@ -5,17 +5,11 @@
 #include <ostream>
 
 #include "core/client/client.h"
+#include "core/base/time.h"
 
 namespace air::cli {
 
-std::string rfc3339_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string rfc3339_now() { return format_utc(unix_now_ms(), TimeFormat::kIso); }
 
 nlohmann::json envelope(const nlohmann::json& data) {
   return nlohmann::json{{"v", 1}, {"ts", rfc3339_now()}, {"data", data}};

@@ -1,5 +1,6 @@
 // Connection and formatting helpers for the workspace verbs.
 #include "cli/remote.h"
+#include "core/base/time.h"
 
 #include <fmt/format.h>
 #include <pwd.h>
@@ -33,29 +34,11 @@ api::RunInfo fetch_run(Client& c, const std::string& run_id) {
   }
 }
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_ms() { return unix_now_ms(); }
 
-std::string format_time(int64_t ms) {
-  if (ms <= 0) return "-";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
+std::string format_time(int64_t ms) { return ms <= 0 ? "-" : format_utc(ms, TimeFormat::kReadable); }
 
-std::string format_iso(int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
-}
+std::string format_iso(int64_t ms) { return format_utc(ms, TimeFormat::kIsoMillis); }
 
 std::string format_duration(int64_t ms) {
   if (ms < 0) ms = 0;

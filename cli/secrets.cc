@@ -19,6 +19,7 @@
 
 #include "cli/output.h"
 #include "core/base/error.h"
+#include "core/base/time.h"
 #include "core/client/config.h"
 
 namespace air::cli {
@@ -108,12 +109,7 @@ void call(F&& f) {
 
 std::string iso_utc(int64_t ms) {
   if (ms <= 0) return "-";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return format_utc(ms, TimeFormat::kIso);
 }
 
 struct Args {

@@ -8,6 +8,7 @@
 #include "cli/verbs.h"
 #include "core/base/codec.h"
 #include "core/base/error.h"
+#include "core/base/time.h"
 
 namespace air::cli {
 
@@ -19,18 +20,10 @@ const std::string kScim = "/api/2.0/preview/scim/v2";
 
 // "90s", "10m", "1h", "30d" -> seconds; `flag` names the option in the error.
 int64_t parse_seconds(const std::string& s, const std::string& flag) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = s.substr(used);
-  double mult = unit == "s" || unit.empty() ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
-  if (used == 0 || mult < 0 || v <= 0)
+  std::optional<int64_t> ms = parse_duration_ms(s, 's');  // core/base/time.h
+  if (!ms || *ms <= 0)
     throw usage_error(fmt::format("invalid {} '{}'", flag, s), "use a positive number with s, m, h or d: " + flag + " 1h");
-  return static_cast<int64_t>(v * mult);
+  return *ms / 1000;
 }
 
 // The SCIM user with this name (its id), or a NOT_FOUND error.

@@ -15,72 +15,11 @@
 
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "core/base/process.h"
 
 namespace air::launcher {
 
 namespace {
-
-std::string env_value(const std::vector<std::string>& env, const std::string& name) {
-  for (const auto& e : env) {
-    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
-      return e.substr(name.size() + 1);
-    }
-  }
-  return "";
-}
-
-std::string resolve_program(const std::string& program, const std::vector<std::string>& env) {
-  if (program.find('/') != std::string::npos) return program;
-  std::string path = env_value(env, "PATH");
-  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  throw Error("cannot start '" + program + "': not found on PATH");
-}
-
-std::vector<char*> c_strings(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-// Runs in the forked child before exec. Reports failures as {stage, errno} on err_fd.
-[[noreturn]] void exec_child(const char* path, char** argv, char** envp, const char* cwd, int devnull, int out,
-                             int err, int err_fd, bool wrapped) {
-  int stage = 0;
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-  struct sigaction ign {};
-  ign.sa_handler = SIG_IGN;
-  if (wrapped)
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &ign, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (setpgid(0, 0) != 0) goto fail;
-  stage = 1;
-  if (dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) goto fail;
-  stage = 2;
-  if (cwd && chdir(cwd) != 0) goto fail;
-  // Nothing of the agent's leaks into the command: no socket to the workspace, no spool file (libcurl's
-  // sockets are not opened close-on-exec). err_fd closes itself on a successful exec.
-  if (err_fd > 3) close_range(3, static_cast<unsigned>(err_fd) - 1, 0);
-  close_range(static_cast<unsigned>(err_fd) + 1, ~0U, 0);
-  stage = 3;
-  execve(path, argv, envp);
-fail:
-  int report[2] = {stage, errno};
-  ssize_t ignored = write(err_fd, report, sizeof report);
-  (void)ignored;
-  _exit(127);
-}
 
 // The guardian: waits for EOF on its pipe (the agent is gone: every copy of the write end is closed),
 // then terminates the group it belongs to. It ignores SIGTERM so that the agent's own SIGTERM of the
@@ -109,22 +48,7 @@ fail:
   _exit(0);
 }
 
-const char* stage_name(int stage) {
-  switch (stage) {
-    case 0: return "setpgid";
-    case 1: return "redirecting stdio";
-    case 2: return "changing to the working directory";
-    default: return "exec";
-  }
-}
-
 }  // namespace
-
-int exit_code_from_wait_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
 
 std::vector<pid_t> process_group_members(pid_t pgid) {
   std::vector<pid_t> out;
@@ -135,39 +59,37 @@ std::vector<pid_t> process_group_members(pid_t pgid) {
 
 ChildProcess::ChildProcess(const SpawnOptions& o) {
   if (o.argv.empty()) throw Error("cannot start a command without a program");
-  std::string path = resolve_program(o.argv[0], o.env);
-  auto argv = c_strings(o.argv);
-  auto envp = c_strings(o.env);
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int out[2], err[2], report[2];
-  if (devnull < 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
-    throw Error(std::string("cannot create pipes for the command: ") + std::strerror(errno));
+  std::string path = find_on_path(o.argv[0], env_entry(o.env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
+  if (path.empty()) throw Error("cannot start '" + o.argv[0] + "': not found on PATH");
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) throw Error(std::string("cannot create pipes for the command: ") + std::strerror(errno));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(out[0]);
+    close(out[1]);
+    throw Error(std::string("cannot create pipes for the command: ") + std::strerror(e));
   }
-  pid_t pid = fork();
-  if (pid < 0) throw Error(std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    exec_child(path.c_str(), argv.data(), envp.data(), o.cwd.empty() ? nullptr : o.cwd.c_str(), devnull, out[1],
-               err[1], report[1], o.wrapped);
+  SpawnSpec spec;
+  spec.path = path;
+  spec.argv = o.argv;
+  spec.env = o.env;
+  spec.cwd = o.cwd;
+  spec.group = SpawnSpec::Group::kNewGroup;
+  spec.stdout_fd = out[1];
+  spec.stderr_fd = err[1];
+  spec.reset_signal_handlers = true;
+  spec.ignore_stop_signals = o.wrapped;
+  // Nothing of the agent's leaks into the command: no socket to the workspace, no spool file.
+  spec.close_other_fds = true;
+  pid_t pid;
+  try {
+    pid = spawn_process(spec);
+  } catch (const SpawnError&) {
+    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    throw;
   }
-  setpgid(pid, pid);  // also done by the child; whichever runs first wins, the other fails harmlessly
-  close(devnull);
   close(out[1]);
   close(err[1]);
-  close(report[1]);
-  int failure[2] = {0, 0};
-  ssize_t n;
-  do n = read(report[0], failure, sizeof failure);
-  while (n < 0 && errno == EINTR);
-  close(report[0]);
-  if (n > 0) {
-    close(out[0]);
-    close(err[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    std::string where = failure[0] == 2 ? " " + o.cwd : failure[0] == 3 ? " " + path : "";
-    throw Error("cannot start the command: " + std::string(stage_name(failure[0])) + where + ": " +
-                std::strerror(failure[1]));
-  }
   pid_ = pid;
   out_fd_ = out[0];
   err_fd_ = err[0];

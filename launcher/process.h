@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/process.h"
+
 namespace air::launcher {
 
 struct SpawnOptions {
@@ -22,8 +24,8 @@ struct SpawnOptions {
   std::chrono::milliseconds guardian_grace{5000};
 };
 
-// The exit code a shell would show: the code, or 128 + signal number.
-int exit_code_from_wait_status(int status);
+// The exit code a shell would show (core/base/process.h).
+using air::exit_code_from_wait_status;
 
 // Live members of a process group (zombies excluded), read from /proc.
 std::vector<pid_t> process_group_members(pid_t pgid);

@@ -11,6 +11,18 @@ namespace air::api {
 
 using nlohmann::json;
 
+std::string header_key(std::string_view name) {
+  std::string out(name);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string node_path(const std::string& run_id, int attempt, int node, std::string_view what) {
+  return std::string(kPrefix) + "/runs/" + run_id + "/attempts/" + std::to_string(attempt) + "/nodes/" +
+         std::to_string(node) + "/" + std::string(what);
+}
+
 namespace {
 
 // Each wire type names its fields once, in fields(v, f): f(name, member[, codec]) for every field. to_json

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -169,6 +170,12 @@ struct LogAppendReply {
 inline constexpr const char* kHeaderLogOffset = "X-Air-Log-Offset";  // where the body starts
 inline constexpr const char* kHeaderLogSize = "X-Air-Log-Size";      // the log's size now
 inline constexpr const char* kHeaderLogDone = "X-Air-Log-Done";      // "1": this log will not grow
+// A header name lower-cased: HTTP names are case-insensitive, and Client's header lookup takes lower case.
+std::string header_key(std::string_view name);
+
+// A node's routes, one home for the workspace's callers (the agent's spec, status and log shipping; the
+// CLI's log poll): "/api/air/v1/runs/R/attempts/K/nodes/N/<what>" (what: "spec", "status", "logs").
+std::string node_path(const std::string& run_id, int attempt, int node, std::string_view what);
 
 struct Health {
   std::string status = "ok";

@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "core/base/error.h"
+#include "core/base/time.h"
 #include "core/secrets/redact.h"
 #include "core/base/sha256.h"
 #include "core/snapshot/snapshot.h"
@@ -28,16 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string iso_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  tm t{};
-  gmtime_r(&ts.tv_sec, &t);
-  char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
-                t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
-  return buf;
-}
+std::string iso_now() { return format_utc(unix_now_ms(), TimeFormat::kIsoMillis); }
 
 // True when fd 2 already writes to the file at path (the workspace may point the agent's stderr at
 // DIR/agent.log): then each message is written once.

@@ -115,8 +115,7 @@ std::string self_dir() {
 }
 
 std::string node_path(const NodeAgentOptions& o, const std::string& what) {
-  return "/api/air/v1/runs/" + o.run_id + "/attempts/" + std::to_string(o.attempt) + "/nodes/" +
-         std::to_string(o.node) + "/" + what;
+  return api::node_path(o.run_id, o.attempt, o.node, what);
 }
 
 api::NodeSpec parse_spec(const std::string& body) {

@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "core/base/error.h"
+#include "core/base/process.h"
 
 namespace fs = std::filesystem;
 
@@ -38,19 +39,10 @@ std::string sha256_hex(const std::string& text) {
   return hex;
 }
 
-std::string find_on_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t pos = 0;
-  while (pos <= p.size()) {
-    size_t colon = p.find(':', pos);
-    if (colon == std::string::npos) colon = p.size();
-    fs::path cand = fs::path(p.substr(pos, colon - pos)) / name;
-    if (::access(cand.c_str(), X_OK) == 0) return cand.string();
-    pos = colon + 1;
-  }
-  return name;
+// A program on PATH (core/base/process.h), or the name itself when none is found (exec then says so).
+std::string on_path_or_name(const std::string& name) {
+  std::string found = find_on_path(name);
+  return found.empty() ? name : found;
 }
 
 // Runs argv (no shell) in `cwd`, merging stdout and stderr into `output` and `on_output`. Returns the exit
@@ -59,10 +51,7 @@ int run_captured(const std::vector<std::string>& argv, const std::string& cwd, s
                  const std::function<void(std::string_view)>& on_output) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // The environment is prepared before fork: between fork and exec only async-signal-safe calls.
+  // The environment: ours, with pip quiet and Python unbuffered.
   std::vector<std::string> env_store = {"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PYTHONUNBUFFERED=1"};
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);
@@ -70,21 +59,21 @@ int run_captured(const std::vector<std::string>& argv, const std::string& cwd, s
         kv.rfind("PYTHONUNBUFFERED=", 0) != 0)
       env_store.emplace_back(kv);
   }
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("cannot start {}: {}", argv[0], std::strerror(errno)));
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
-    ::execvpe(args[0], args.data(), envp.data());
-    const char msg[] = "cannot execute the Python interpreter\n";
-    (void)!::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
+  SpawnSpec spec;
+  spec.path = on_path_or_name(argv.at(0));
+  spec.argv = argv;
+  spec.env = std::move(env_store);
+  spec.cwd = cwd;
+  spec.stdout_fd = fds[1];
+  spec.stderr_fd = fds[1];
+  spec.exec_failure_message = "cannot execute the Python interpreter\n";
+  pid_t pid;
+  try {
+    pid = spawn_process(spec);
+  } catch (const SpawnError& e) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(fmt::format("cannot start {}: {}", argv[0], std::strerror(e.err)));
   }
   ::close(fds[1]);
   std::array<char, 8192> buf;
@@ -187,7 +176,7 @@ bool build_env(const PyEnvSpec& spec, const std::string& python, const fs::path&
 }  // namespace
 
 std::string normalized_pyenv_spec(const PyEnvSpec& spec) {
-  std::string python = find_on_path(spec.python);
+  std::string python = on_path_or_name(spec.python);
   std::error_code ec;
   fs::path real = fs::weakly_canonical(python, ec);
   std::string text = "air-python-env v1\n";
@@ -225,7 +214,7 @@ PyEnvResult ensure_python_env(const PyEnvSpec& spec, const std::string& air_home
     return r;
   }
   r.built_now = true;
-  std::string python = find_on_path(spec.python);
+  std::string python = on_path_or_name(spec.python);
   if (!build_env(spec, python, dir, r, on_output)) {
     fs::remove_all(dir, ec);  // a later attempt starts clean
     return r;

@@ -22,6 +22,7 @@
 
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "core/base/process.h"
 #include "launcher/torchrun/torchrun.h"
 
 namespace air::launcher {
@@ -119,16 +120,7 @@ std::vector<std::string> resolve_command(const TorchrunOptions& o) {
       throw usage_error("program '" + program + "' does not exist or is not executable");
     return argv;
   }
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (executable((dir.empty() ? "." : dir) + "/" + program)) return argv;
-    start = end + 1;
-  }
+  if (!find_on_path(program).empty()) return argv;
   throw usage_error("program '" + program + "' was not found on PATH");
 }
 
@@ -170,32 +162,31 @@ void Supervisor::spawn(Rank& rank, const std::vector<std::string>& argv, const s
   }
   if (nproc_ > 1 && !getenv("OMP_NUM_THREADS")) env_strings.push_back("OMP_NUM_THREADS=1");
   for (const auto& [k, v] : extra) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
   int pipes[2][2] = {{-1, -1}, {-1, -1}};
   for (int s = 0; s < 2; ++s)
     if (options_.tee & (1 << s)) {
       if (::pipe2(pipes[s], O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + std::string(strerror(errno)));
     }
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw Error("cannot start rank " + std::to_string(rank.global) + ": " + strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);  // its own group: stopping a rank stops whatever it started
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // and it never outlives a killed air-torchrun
-    if (::getppid() != parent) _exit(137);
-    for (int s = 0; s < 2; ++s)
-      if (pipes[s][1] >= 0) ::dup2(pipes[s][1], s + 1);
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    ::execvpe(args[0], args.data(), envp.data());
-    const char* msg = "air-torchrun: cannot execute the program\n";
-    (void)!::write(2, msg, strlen(msg));
-    _exit(127);
+  SpawnSpec spec;
+  spec.path = find_on_path(argv.at(0));
+  if (spec.path.empty()) spec.path = argv[0];  // exec fails and says so
+  spec.argv = argv;
+  spec.env = std::move(env_strings);
+  spec.group = SpawnSpec::Group::kNewGroup;  // its own group: stopping a rank stops whatever it started
+  spec.die_with_parent = true;               // and it never outlives a killed air-torchrun
+  spec.signal_mask = &old_mask;
+  spec.stdin_fd = 0;                         // the ranks share air-torchrun's stdin
+  spec.stdout_fd = pipes[0][1];
+  spec.stderr_fd = pipes[1][1];
+  spec.exec_failure_message = "air-torchrun: cannot execute the program\n";
+  pid_t pid;
+  try {
+    pid = spawn_process(spec);
+  } catch (const SpawnError& e) {
+    for (auto& p : pipes)
+      for (int fd : p)
+        if (fd >= 0) ::close(fd);
+    throw Error("cannot start rank " + std::to_string(rank.global) + ": " + strerror(e.err));
   }
   ::setpgid(pid, pid);
   rank.pid = pid;

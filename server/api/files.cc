@@ -2,6 +2,7 @@
 // Databricks' replies. Uploads stream to a temporary file (never whole in memory) and are renamed into
 // place when the last byte arrived; downloads stream from disk, honouring a single Range.
 #include "server/api/files.h"
+#include "core/base/time.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +13,9 @@
 
 #include "server/http/server.h"
 #include "server/store/volumes.h"
-#include "server/workspace/workspace.h"
+#include "server/workspace/auth.h"
+#include "server/workspace/errors.h"
+#include "server/workspace/volume_access.h"
 
 namespace air::server {
 
@@ -28,14 +31,7 @@ void send_fs_error(http::Response& res, const FsError& e) {
   res.set_content(json{{"error_code", e.code}, {"message", e.what()}}.dump(), "application/json");
 }
 
-std::string http_date(int64_t ms) {
-  time_t t = static_cast<time_t>(ms / 1000);
-  tm g{};
-  gmtime_r(&t, &g);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &g);
-  return buf;
-}
+std::string http_date(int64_t ms) { return format_utc(ms, TimeFormat::kHttp); }
 
 bool bool_param(const http::Request& req, const char* name, bool dflt) {
   if (!req.has_param(name)) return dflt;
@@ -71,7 +67,8 @@ std::pair<uint64_t, uint64_t> parse_range(const std::string& h, uint64_t size) {
 
 class FilesApi : public std::enable_shared_from_this<FilesApi> {
  public:
-  FilesApi(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+  FilesApi(http::Server& srv, Auth& auth, VolumeAccess& volumes, NodeSpecOf node_spec)
+      : srv_(srv), auth_(auth), va_(volumes), node_spec_(std::move(node_spec)) {}
 
   void install() {
     auto self = shared_from_this();  // the routes keep the handler alive
@@ -84,16 +81,16 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
         }),
         http::RouteOptions{uint64_t{1} << 40, {}});
     srv_.Delete(kFiles + "(/.*)", guarded([self](const auto& req, auto& res) {
-      self->ws_.volumes().remove_file(self->allowed(req, true));
+      self->va_.volumes().remove_file(self->allowed(req, true));
       res.status = 204;
     }));
     srv_.Get(kDirs + "(/.*)", guarded([self](const auto& req, auto& res) { self->get_dir(req, res); }));
     srv_.Put(kDirs + "(/.*)", guarded([self](const auto& req, auto& res) {
-      self->ws_.volumes().make_directories(self->allowed(req, true));
+      self->va_.volumes().make_directories(self->allowed(req, true));
       res.status = 204;
     }));
     srv_.Delete(kDirs + "(/.*)", guarded([self](const auto& req, auto& res) {
-      self->ws_.volumes().remove_directory(self->allowed(req, true));
+      self->va_.volumes().remove_directory(self->allowed(req, true));
       res.status = 204;
     }));
   }
@@ -119,7 +116,7 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
   // volumes its workload names (and the snapshot its run was made from).
   Principal caller(const http::Request& req) {
     std::string h = req.get_header_value("Authorization");
-    auto who = ws_.authenticate(h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string());
+    auto who = auth_.authenticate(h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string());
     if (!who) throw FsError(401, "UNAUTHENTICATED", "missing or unknown bearer token");
     return *who;
   }
@@ -132,19 +129,19 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
     const std::string need = write ? kWriteVolume : kReadVolume;
     if (!who.is_node()) {
       // A volume the caller may not see reads exactly as a path that does not exist (get_file, get_dir).
-      if (!write && !key.empty() && ws_.volume_hidden(who, key))
+      if (!write && !key.empty() && va_.volume_hidden(who, key))
         throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
-      if (!key.empty()) ws_.require_volume(who, key, need);
+      if (!key.empty()) va_.require_volume(who, key, need);
       return p;  // /Volumes, a catalog or a schema: listed through the caller's volumes (get_dir)
     }
-    auto spec = ws_.node_spec(who.run_id, who.attempt, 0);
+    auto spec = node_spec_(who.run_id, who.attempt);
     if (!write && !spec.snapshot_path.empty() && p.str() == spec.snapshot_path) return p;  // its code snapshot
-    if (!key.empty()) ws_.require_volume(who, key, kReadVolume);  // names the missing privilege first
+    if (!key.empty()) va_.require_volume(who, key, kReadVolume);  // names the missing privilege first
     if (key.empty() || std::find(spec.volumes.begin(), spec.volumes.end(), key) == spec.volumes.end())
       throw FsError(403, "PERMISSION_DENIED",
                     fmt::format("this node token may {} only the volumes its workload names; {} is not one of them",
                                 write ? "write" : "read", p.in_volume() ? "/Volumes/" + key : p.str()));
-    if (write) ws_.require_volume(who, key, need);
+    if (write) va_.require_volume(who, key, need);
     return p;
   }
 
@@ -153,7 +150,7 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
     // a 200 answer, so it leaves our 206 alone).
     const std::string range = req.get_header_value("Range");
     VolumePath p = allowed(req, false);
-    auto meta = ws_.volumes().stat(p);
+    auto meta = va_.volumes().stat(p);
     if (!meta || meta->is_directory)
       throw FsError(404, "NOT_FOUND", fmt::format("{} {}", p.str(), meta ? "is a directory" : "does not exist"));
     res.set_header("Last-Modified", http_date(meta->modified_ms));
@@ -164,7 +161,7 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
       res.status = 200;
       return;
     }
-    std::shared_ptr<VolumeStore::Reader> file = ws_.volumes().open_read(p);
+    std::shared_ptr<VolumeStore::Reader> file = va_.volumes().open_read(p);
     uint64_t offset = 0, length = file->size();
     if (!range.empty() && file->size() > 0) {
       try {
@@ -192,7 +189,7 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
     try {
       VolumePath p = allowed(req, true);
       bool overwrite = bool_param(req, "overwrite", true);  // Databricks: true when unspecified
-      w = ws_.volumes().begin_write(p, overwrite);
+      w = va_.volumes().begin_write(p, overwrite);
     } catch (const std::exception&) {
       // Refused before the body was read: drain it so that the connection stays usable for the next request.
       read([](const char*, size_t) { return true; });
@@ -217,7 +214,7 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
   void get_dir(const http::Request& req, http::Response& res) {
     Principal who = caller(req);
     VolumePath p = allowed(req, false, who);
-    auto meta = ws_.volumes().stat(p);
+    auto meta = va_.volumes().stat(p);
     if (!meta) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
     if (!meta->is_directory) throw FsError(404, "NOT_FOUND", fmt::format("{} is a file, not a directory", p.str()));
     if (req.method == "HEAD") {
@@ -232,10 +229,10 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
       page_size = std::stoul(v);
       if (page_size == 0) page_size = 1000;
     }
-    auto page = ws_.volumes().list(p, page_size, req.get_param_value("page_token"));
+    auto page = va_.volumes().list(p, page_size, req.get_param_value("page_token"));
     if (!p.in_volume() && !who.admin) {
       // Above the volumes, a user sees the catalogs, schemas and volumes that lead to one it may read.
-      std::vector<std::string> mine = ws_.readable_volumes(who);
+      std::vector<std::string> mine = va_.readable_volumes(who);
       std::string prefix = p.relative().empty() ? "" : p.relative() + "/";
       std::erase_if(page.entries, [&](const VolumeStore::Entry& e) {
         return std::none_of(mine.begin(), mine.end(), [&](const std::string& k) {
@@ -258,13 +255,15 @@ class FilesApi : public std::enable_shared_from_this<FilesApi> {
   }
 
   http::Server& srv_;
-  Workspace& ws_;
+  Auth& auth_;
+  VolumeAccess& va_;
+  NodeSpecOf node_spec_;
 };
 
 }  // namespace
 
-void install_files_routes(http::Server& srv, Workspace& ws) {
-  std::make_shared<FilesApi>(srv, ws)->install();
+void install_files_routes(http::Server& srv, Auth& auth, VolumeAccess& volumes, NodeSpecOf node_spec) {
+  std::make_shared<FilesApi>(srv, auth, volumes, std::move(node_spec))->install();
 }
 
 }  // namespace air::server

@@ -1,4 +1,4 @@
-// SCIM, tokens and audit routes (server/api/identity.h): thin handlers over IdentityStore and Workspace.
+// SCIM, tokens and audit routes (server/api/identity.h): thin handlers over Auth (tokens) and its IdentityStore.
 #include "server/api/identity.h"
 
 #include <fmt/format.h>
@@ -11,7 +11,8 @@
 #include "core/wire/api.h"
 #include "server/api/secrets.h"
 #include "server/http/server.h"
-#include "server/workspace/workspace.h"
+#include "server/workspace/auth.h"
+#include "server/workspace/errors.h"
 
 namespace air::server {
 
@@ -75,7 +76,7 @@ json token_json(const TokenInfo& t, bool with_owner, const IdentityStore& ids) {
 
 class IdentityApi : public std::enable_shared_from_this<IdentityApi> {
  public:
-  IdentityApi(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+  IdentityApi(http::Server& srv, Auth& auth) : srv_(srv), auth_(auth) {}
 
   void install() {
     // SCIM
@@ -88,7 +89,7 @@ class IdentityApi : public std::enable_shared_from_this<IdentityApi> {
     on("POST", kScim + "/Users", [this](const Req& req, Res& res, const Principal& who) {
       admin_only(who, "create users");
       json b = body_of(req);
-      User u = ids().add_user(string_field(b, "userName", true), string_field(b, "displayName", false), ws_.now_ms());
+      User u = ids().add_user(string_field(b, "userName", true), string_field(b, "displayName", false), auth_.now_ms());
       if (b.contains("active") && b["active"].is_boolean() && !b["active"].get<bool>()) ids().set_active(u.user_name, false);
       if (b.contains("groups") && b["groups"].is_array())
         for (const auto& g : b["groups"]) ids().add_member(group_by_ref(g).name, u.user_name);
@@ -164,14 +165,14 @@ class IdentityApi : public std::enable_shared_from_this<IdentityApi> {
 
  private:
   using Fn = std::function<void(const Req&, Res&, const Principal&)>;
-  IdentityStore& ids() { return ws_.identity(); }
+  IdentityStore& ids() { return auth_.identity(); }
 
   // Authenticates (users only: node tokens are refused) and renders every failure in Databricks' shape.
   http::Handler guarded(Fn f) {
     return [self = shared_from_this(), this, f](const Req& req, Res& res) {
       try {
         std::string why;
-        auto who = ws_.authenticate(bearer(req), &why);
+        auto who = auth_.authenticate(bearer(req), &why);
         if (!who) throw Refusal{401, "UNAUTHENTICATED", why};
         if (who->is_node()) throw Refusal{403, "PERMISSION_DENIED", "a node token may not use this API"};
         f(req, res, *who);
@@ -326,7 +327,7 @@ class IdentityApi : public std::enable_shared_from_this<IdentityApi> {
   void token_routes() {
     on("POST", "/api/2.0/token/create", [this](const Req& req, Res& res, const Principal& who) {
       json b = body_of(req);
-      send(res, created(ws_.create_token(who.user, lifetime(b), string_field(b, "comment", false))));
+      send(res, created(auth_.create_token(who.user, lifetime(b), string_field(b, "comment", false))));
     });
     on("GET", "/api/2.0/token/list", [this](const Req&, Res& res, const Principal& who) {
       json out = json::array();
@@ -364,19 +365,19 @@ class IdentityApi : public std::enable_shared_from_this<IdentityApi> {
     on("POST", "/api/2.0/token-management/on-behalf-of/tokens", [this](const Req& req, Res& res, const Principal& who) {
       admin_only(who, "create tokens for other users");
       json b = body_of(req);
-      send(res, created(ws_.create_token(string_field(b, "application_id", true), lifetime(b),
+      send(res, created(auth_.create_token(string_field(b, "application_id", true), lifetime(b),
                                          string_field(b, "comment", false))));
     });
   }
 
   http::Server& srv_;
-  Workspace& ws_;
+  Auth& auth_;
 };
 
 }  // namespace
 
-void install_identity_routes(http::Server& srv, Workspace& ws) {
-  std::make_shared<IdentityApi>(srv, ws)->install();  // the routes hold it
+void install_identity_routes(http::Server& srv, Auth& auth) {
+  std::make_shared<IdentityApi>(srv, auth)->install();  // the routes hold it
 }
 
 }  // namespace air::server

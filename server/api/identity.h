@@ -10,8 +10,9 @@ class Server;
 
 namespace air::server {
 
-class Workspace;
+class Auth;
 
-void install_identity_routes(http::Server& srv, Workspace& ws);
+// Takes only Auth (tokens, and the identity store behind it).
+void install_identity_routes(http::Server& srv, Auth& auth);
 
 }  // namespace air::server

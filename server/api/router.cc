@@ -27,7 +27,7 @@
 #include "server/api/unity_catalog.h"
 #include "server/backends/local.h"
 #include "server/workspace/config.h"
-#include "server/workspace/services.h"
+#include "server/api/services.h"
 #include "server/backends/slurm.h"
 #include "server/web/api.h"
 #include "server/web/ui.h"
@@ -114,8 +114,8 @@ class Api {
     install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
     install_web_ui(srv_);        // the run page itself, at /
     install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
-    install_unity_catalog_routes(srv_, ws_);  // volumes and their grants (server/api/unity_catalog.cc)
-    install_identity_routes(srv_, ws_);  // SCIM, tokens, the audit log (server/api/identity.cc)
+    install_unity_catalog_routes(srv_, ws_.auth(), ws_.volume_access());  // volumes and their grants (server/api/unity_catalog.cc)
+    install_identity_routes(srv_, ws_.auth());  // SCIM, tokens, the audit log (server/api/identity.cc)
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -154,7 +154,7 @@ class Api {
 
   Principal auth(const http::Request& req) const {
     std::string why;
-    auto p = ws_.authenticate(bearer(req), &why);
+    auto p = ws_.auth().authenticate(bearer(req), &why);
     if (!p) throw HttpError(401, "UNAUTHENTICATED", why);
     return *p;
   }
@@ -199,7 +199,7 @@ class Api {
   // someone: a user, node:<run>:<attempt>, or one of the two names no user can have (valid_principal_name).
   std::string identify(const http::Request& req) const {
     if (bearer(req).empty()) return kNoToken;
-    auto who = ws_.authenticate(bearer(req));
+    auto who = ws_.auth().authenticate(bearer(req));
     return who ? who->name() : kBadToken;
   }
   static constexpr const char* kNoToken = "(no token)";
@@ -223,7 +223,7 @@ class Api {
     e.route = req.path;
     e.object = audit_object(req);
     e.status = res.status;
-    ws_.identity().audit(e);
+    ws_.auth().identity().audit(e);
   }
 
   // The parameters the route's handler reads: the secrets and MLflow handlers a JSON body first, then the
@@ -320,7 +320,7 @@ class Api {
             res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes, token](auto& res) {
               // A follower whose token is revoked or expires meanwhile is answered 401 at once.
               std::string why;
-              if (!ws_.authenticate(token, &why)) {
+              if (!ws_.auth().authenticate(token, &why)) {
                 res = http::Response();
                 send_error(res, 401, "UNAUTHENTICATED", why);
                 return true;
@@ -349,17 +349,17 @@ class Api {
   void snapshot_routes() {
     const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
     // Read by admins, its uploaders, the node tokens of runs made from it and users who may view such a run
-    // (Workspace::snapshot_refusal); anyone else is answered exactly as for a digest nobody uploaded.
+    // (Snapshots::refusal); anyone else is answered exactly as for a digest nobody uploaded.
     http::Gate reader = [this](const http::Request& req, http::Response&) {
       std::string digest = req.matches[1];
-      if (ws_.snapshot_refusal(auth(req), digest)) throw HttpError(404, "NOT_FOUND", snapshot_missing(digest));
+      if (ws_.snapshots().refusal(auth(req), digest)) throw HttpError(404, "NOT_FOUND", snapshot_missing(digest));
       return true;
     };
     srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
       std::string digest = req.matches[1];
-      if (!ws_.blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", snapshot_missing(digest));
-      uint64_t size = ws_.blobs().size(digest);
-      int fd = ::open(ws_.blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+      if (!ws_.snapshots().blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", snapshot_missing(digest));
+      uint64_t size = ws_.snapshots().blobs().size(digest);
+      int fd = ::open(ws_.snapshots().blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
       auto file = std::make_shared<OpenFile>(fd);
       res.set_content_provider(size, "application/octet-stream", [file](uint64_t offset, uint64_t n, http::DataSink& sink) {
@@ -378,11 +378,11 @@ class Api {
     srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
       std::string digest = req.matches[1];
       Principal who = auth(req);
-      if (ws_.blobs().has(digest) && !ws_.snapshot_refusal(who, digest)) {
+      if (ws_.snapshots().blobs().has(digest) && !ws_.snapshots().refusal(who, digest)) {
         read([](const char*, size_t) { return true; });
-        return send_json(res, json{{"digest", digest}, {"bytes", ws_.blobs().size(digest)}, {"existed", true}});
+        return send_json(res, json{{"digest", digest}, {"bytes", ws_.snapshots().blobs().size(digest)}, {"existed", true}});
       }
-      auto w = ws_.blobs().begin(digest, ws_.options().max_snapshot_bytes);
+      auto w = ws_.snapshots().blobs().begin(digest, ws_.options().max_snapshot_bytes);
       bool fits = true;
       bool complete = read([&](const char* d, size_t n) { return fits = w->write(d, n); });
       if (!fits && (w->write_errno() == ENOSPC || w->write_errno() == EDQUOT))
@@ -400,16 +400,16 @@ class Api {
       } catch (const Error& e) {
         throw HttpError(400, "DIGEST_MISMATCH", e.what());
       }
-      ws_.snapshot_uploads().record(digest, who.user, ws_.now_ms());
+      ws_.snapshots().uploads().record(digest, who.user, ws_.now_ms());
       send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
     }, {ws_.options().max_snapshot_bytes, uploader});
   }
 
-  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/workspace/services.h says who may
+  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/api/services.h says who may
   // do what). A node token reads only the secrets its run references.
   void services_routes() {
     auto h = [this](const http::Request& req, http::Response& res) {
-      auto who = ws_.authenticate(bearer(req));
+      auto who = ws_.auth().authenticate(bearer(req));
       std::vector<SecretRef> refs;
       if (who && who->is_node() && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
         for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
@@ -428,7 +428,7 @@ class Api {
     };
     // No body is read without a known token (the handlers answer the caller's rights in their own shapes).
     http::Gate any_token = [this](const http::Request& req, http::Response& res) {
-      if (ws_.authenticate(bearer(req))) return true;
+      if (ws_.auth().authenticate(bearer(req))) return true;
       ApiReply r = handle_services_request(ws_.services(), std::nullopt, {}, req.method, req.target, "");
       send_json(res, r.body, r.status);
       return false;
@@ -498,6 +498,11 @@ std::string with_port(const std::string& url, int port) {
 
 }  // namespace
 
+void install_files_routes(http::Server& srv, Workspace& ws) {
+  install_files_routes(srv, ws.auth(), ws.volume_access(),
+                       [&ws](const std::string& run_id, int attempt) { return ws.node_spec(run_id, attempt, 0); });
+}
+
 void install_routes(http::Server& srv, Workspace& ws) {
   auto api = std::make_shared<Api>(srv, ws);
   api->install();
@@ -560,7 +565,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   std::string agent_url = nb.advertise_url.empty() ? url : with_port(nb.advertise_url, port);
   ws.set_url(agent_url);
   ws.start();
-  std::string token = ws.create_admin_token();
+  std::string token = ws.auth().create_admin_token();
   write_daemon_info(o.home, DaemonInfo{static_cast<int>(::getpid()), port, url, token, o.home});
   write_isolation(o.home, wo.isolation);
   if (!o.daemon) {

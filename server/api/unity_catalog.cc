@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "server/http/server.h"
-#include "server/workspace/workspace.h"
+#include "server/workspace/auth.h"
+#include "server/workspace/errors.h"
+#include "server/workspace/volume_access.h"
 
 namespace air::server {
 
@@ -30,14 +32,14 @@ FsError bad(const std::string& message) { return FsError(400, "INVALID_PARAMETER
 
 class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
  public:
-  UnityCatalogApi(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+  UnityCatalogApi(http::Server& srv, Auth& auth, VolumeAccess& volumes) : srv_(srv), auth_(auth), va_(volumes) {}
 
   void install() {
     // Databricks asks for catalog_name and schema_name; here both are optional filters.
     on("GET", kUc + "/volumes", [this](const Req& req, Res& res, const Principal& who) {
       std::string catalog = lower(req.get_param_value("catalog_name")), schema = lower(req.get_param_value("schema_name"));
       json out = json::array();
-      for (const auto& key : who.admin ? all_keys() : ws_.readable_volumes(who)) {
+      for (const auto& key : who.admin ? all_keys() : va_.readable_volumes(who)) {
         std::string c = key.substr(0, key.find('/')), s = key.substr(c.size() + 1, key.rfind('/') - c.size() - 1);
         if ((catalog.empty() || c == catalog) && (schema.empty() || s == schema)) out.push_back(volume_json(key));
       }
@@ -45,12 +47,12 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     });
     on("GET", kUc + "/volumes/([^/]+)", [this](const Req& req, Res& res, const Principal& who) {
       std::string key = existing(req.matches[1], who);
-      ws_.require_volume(who, key, kReadVolume);
+      va_.require_volume(who, key, kReadVolume);
       send(res, volume_json(key));
     });
     on("GET", kUc + "/catalogs", [this](const Req&, Res& res, const Principal& who) {
       json out = json::array();
-      for (const auto& r : ws_.volume_acl().containers())
+      for (const auto& r : va_.acl().containers())
         if (r.key.find('/') == std::string::npos && container_visible(who, r.key)) out.push_back(container_json(r));
       send(res, {{"catalogs", out}});
     });
@@ -60,7 +62,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     on("GET", kUc + "/schemas", [this](const Req& req, Res& res, const Principal& who) {
       std::string catalog = lower(req.get_param_value("catalog_name"));
       json out = json::array();
-      for (const auto& r : ws_.volume_acl().containers())
+      for (const auto& r : va_.acl().containers())
         if (auto slash = r.key.find('/'); slash != std::string::npos && (catalog.empty() || r.key.substr(0, slash) == catalog) &&
                                           container_visible(who, r.key))
           out.push_back(container_json(r));
@@ -76,9 +78,9 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       if (!who.admin)
         throw FsError(403, "PERMISSION_DENIED",
                       fmt::format("user '{}' may not create catalogs: only workspace admins may", who.user));
-      if (ws_.volume_acl().find_container(name))
+      if (va_.acl().find_container(name))
         throw FsError(409, "CATALOG_ALREADY_EXISTS", fmt::format("catalog '{}' already exists", name));
-      send(res, container_json(ws_.volume_acl().ensure_container(name, who.user, ws_.now_ms())));
+      send(res, container_json(va_.acl().ensure_container(name, who.user, auth_.now_ms())));
     });
     on("POST", kUc + "/schemas", [this](const Req& req, Res& res, const Principal& who) {
       std::string c = lower(body_string(req, "catalog_name")), n = lower(body_string(req, "name"));
@@ -86,10 +88,10 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       if (!key) throw bad(fmt::format("'{}.{}' is not a schema's full name", c, n));
       // Taken names read as taken (naming no owner); otherwise the volume rule's first steps decide
       // (USE_CATALOG, CREATE_SCHEMA on the catalog).
-      if (ws_.volume_acl().find_container(*key))
+      if (va_.acl().find_container(*key))
         throw FsError(409, "SCHEMA_ALREADY_EXISTS", fmt::format("schema {}.{} already exists", c, n));
-      if (auto why = ws_.volume_create_refusal(who, *key)) throw FsError(403, "PERMISSION_DENIED", *why);
-      send(res, container_json(ws_.volume_acl().ensure_container(*key, who.user, ws_.now_ms())));
+      if (auto why = va_.volume_create_refusal(who, *key)) throw FsError(403, "PERMISSION_DENIED", *why);
+      send(res, container_json(va_.acl().ensure_container(*key, who.user, auth_.now_ms())));
     });
     const std::vector<std::pair<std::string, int>> securables = {{"catalog", 1}, {"schema", 2}, {"volume", 3}};
     for (const auto& [type, depth] : securables) {
@@ -101,13 +103,13 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       });
       on("PATCH", kUc + "/permissions/" + type + "/([^/]+)", [this, d, t](const Req& req, Res& res, const Principal& who) {
         std::string key = securable(req.matches[1], d, who);
-        std::string owner = d == 3 ? ws_.volume_record(key)->owner : ws_.volume_acl().find_container(key)->owner;
+        std::string owner = d == 3 ? va_.volume_record(key)->owner : va_.acl().find_container(key)->owner;
         if (!who.admin && who.user != owner)
           throw FsError(403, "PERMISSION_DENIED",
                         fmt::format("user '{}' lacks ownership of {} {} (owner: {}); only its owner or a workspace "
                                     "admin may change its grants",
                                     who.user, t, volume_full_name(key), owner));
-        for (const auto& c : changes(req, d)) ws_.volume_acl().change(key, c.principal, c.add, c.remove);
+        for (const auto& c : changes(req, d)) va_.acl().change(key, c.principal, c.add, c.remove);
         send(res, assignments(key, ""));
       });
     }
@@ -120,7 +122,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     http::Handler h = [self = shared_from_this(), this, f](const Req& req, Res& res) {
       try {
         std::string why;
-        auto who = ws_.authenticate(bearer(req), &why);
+        auto who = auth_.authenticate(bearer(req), &why);
         if (!who) throw FsError(401, "UNAUTHENTICATED", why);
         if (who->is_node()) throw FsError(403, "PERMISSION_DENIED", "a node token may not use this API");
         f(req, res, *who);
@@ -145,7 +147,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
 
   std::vector<std::string> all_keys() const {
     std::vector<std::string> out;
-    for (const auto& r : ws_.volume_acl().all()) out.push_back(r.key);
+    for (const auto& r : va_.acl().all()) out.push_back(r.key);
     return out;
   }
 
@@ -158,7 +160,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     } catch (const FsError&) {
       throw bad(fmt::format("'{}' is not a valid volume name (Unity Catalog's rules: docs/volumes.md)", full_name));
     }
-    if (!ws_.volume_record(*key) || ws_.volume_hidden(who, *key))
+    if (!va_.volume_record(*key) || va_.volume_hidden(who, *key))
       throw FsError(404, "RESOURCE_DOES_NOT_EXIST",
                     fmt::format("volume {} does not exist; create it: air fs mkdir dbfs:/Volumes/{}", full_name, *key));
     return *key;
@@ -171,8 +173,8 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     auto principals = acl_principals(who);
     std::vector<std::string> owners;
     for (const auto& k : {key.substr(0, key.find('/')), key}) {
-      if (auto r = ws_.volume_acl().find_container(k)) owners.push_back(r->owner);
-      if (!ws_.volume_acl().granted(k, principals).empty()) return true;
+      if (auto r = va_.acl().find_container(k)) owners.push_back(r->owner);
+      if (!va_.acl().granted(k, principals).empty()) return true;
     }
     return std::find(owners.begin(), owners.end(), who.user) != owners.end();
   }
@@ -181,7 +183,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     const char* kind = depth == 1 ? "catalog" : "schema";
     auto key = securable_key_from_full_name(full_name, depth);
     if (!key) throw bad(fmt::format("'{}' is not a {} name", full_name, kind));
-    auto r = ws_.volume_acl().find_container(*key);
+    auto r = va_.acl().find_container(*key);
     if (!r || !container_visible(who, *key))
       throw FsError(404, depth == 1 ? "CATALOG_DOES_NOT_EXIST" : "SCHEMA_DOES_NOT_EXIST",
                     fmt::format("{} {} does not exist", kind, lower(full_name)));
@@ -193,7 +195,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
   std::string securable(const std::string& full_name, int depth, const Principal& who) const {
     if (depth == 3) {
       std::string key = existing(full_name, who);
-      if (ws_.volume_granted(who, key).empty()) ws_.require_volume(who, key, kReadVolume);
+      if (va_.volume_granted(who, key).empty()) va_.require_volume(who, key, kReadVolume);
       return key;
     }
     return existing_container(full_name, depth, who).key;
@@ -215,7 +217,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
   }
 
   json volume_json(const std::string& key) const {
-    auto rec = ws_.volume_record(key);
+    auto rec = va_.volume_record(key);
     std::string c = key.substr(0, key.find('/')), v = key.substr(key.rfind('/') + 1);
     std::string s = key.substr(c.size() + 1, key.size() - c.size() - v.size() - 2);
     return {{"catalog_name", c}, {"schema_name", s}, {"name", v}, {"full_name", volume_full_name(key)},
@@ -226,7 +228,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
 
   json assignments(const std::string& key, const std::string& only) const {
     json out = json::array();
-    for (const auto& g : ws_.volume_acl().grants(key))
+    for (const auto& g : va_.acl().grants(key))
       if (only.empty() || g.principal == only) out.push_back({{"principal", g.principal}, {"privileges", g.privileges}});
     return {{"privilege_assignments", out}};
   }
@@ -249,7 +251,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
       if (!c.is_object() || !c.contains("principal") || !c["principal"].is_string())
         throw bad(fmt::format("changes[{}]: missing required field: principal", i));
       ch.principal = c["principal"].get<std::string>();
-      if (ch.principal != kUsersGroup && !ws_.identity().user(ch.principal) && !ws_.identity().group(ch.principal))
+      if (ch.principal != kUsersGroup && !auth_.identity().user(ch.principal) && !auth_.identity().group(ch.principal))
         throw FsError(404, "RESOURCE_DOES_NOT_EXIST",
                       fmt::format("changes[{}]: no user or group named '{}' in this workspace (air users list, air "
                                   "groups list)", i, ch.principal));
@@ -274,13 +276,14 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
   }
 
   http::Server& srv_;
-  Workspace& ws_;
+  Auth& auth_;
+  VolumeAccess& va_;
 };
 
 }  // namespace
 
-void install_unity_catalog_routes(http::Server& srv, Workspace& ws) {
-  std::make_shared<UnityCatalogApi>(srv, ws)->install();
+void install_unity_catalog_routes(http::Server& srv, Auth& auth, VolumeAccess& volumes) {
+  std::make_shared<UnityCatalogApi>(srv, auth, volumes)->install();
 }
 
 }  // namespace air::server

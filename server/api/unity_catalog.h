@@ -5,8 +5,10 @@
 namespace air::server {
 
 namespace http { class Server; }
-class Workspace;
+class Auth;
+class VolumeAccess;
 
-void install_unity_catalog_routes(http::Server& srv, Workspace& ws);
+// Takes only Auth (who is calling) and VolumeAccess (volume owners and grants).
+void install_unity_catalog_routes(http::Server& srv, Auth& auth, VolumeAccess& volumes);
 
 }  // namespace air::server

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/base/error.h"
+#include "core/base/process.h"
 
 extern char** environ;
 
@@ -24,22 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kCap = 1 << 20;
-
-std::string find_on_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* p = std::getenv("PATH");
-  std::string path = p ? p : "/usr/local/bin:/usr/bin:/bin";
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t colon = path.find(':', pos);
-    std::string dir = path.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
-    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(cand.c_str(), X_OK) == 0) return cand;
-    if (colon == std::string::npos) break;
-    pos = colon + 1;
-  }
-  return "";
-}
 
 std::vector<std::string> merged_env(const std::vector<std::string>& extra) {
   std::vector<std::string> env;
@@ -65,12 +50,6 @@ CommandResult run_command(const std::vector<std::string>& argv_in, std::chrono::
   if (argv_in.empty()) throw Error("run_command: no command");
   std::string exe = find_on_path(argv_in[0]);
   if (exe.empty()) throw Error(fmt::format("{} not found on PATH", argv_in[0]), "install the Slurm client commands");
-  std::vector<std::string> args = argv_in, env = merged_env(extra_env);
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
   int out_p[2], err_p[2];
   if (::pipe2(out_p, O_CLOEXEC) != 0) throw Error("cannot create a pipe");
   if (::pipe2(err_p, O_CLOEXEC) != 0) {
@@ -78,27 +57,23 @@ CommandResult run_command(const std::vector<std::string>& argv_in, std::chrono::
     ::close(out_p[1]);
     throw Error("cannot create a pipe");
   }
-  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    for (int fd : {out_p[0], out_p[1], err_p[0], err_p[1], devnull}) ::close(fd);
+  SpawnSpec spec;
+  spec.path = exe;
+  spec.argv = argv_in;
+  spec.env = merged_env(extra_env);
+  spec.group = SpawnSpec::Group::kNewGroup;
+  spec.stdout_fd = out_p[1];
+  spec.stderr_fd = err_p[1];
+  spec.exec_failure_message = "";  // exits 127, as a shell would
+  pid_t pid;
+  try {
+    pid = spawn_process(spec);
+  } catch (const SpawnError&) {
+    for (int fd : {out_p[0], out_p[1], err_p[0], err_p[1]}) ::close(fd);
     throw Error(fmt::format("cannot run {}: fork failed", argv_in[0]));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(out_p[1], 1);
-    ::dup2(err_p[1], 2);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::execve(exe.c_str(), argv.data(), envp.data());
-    ::_exit(127);
   }
   ::close(out_p[1]);
   ::close(err_p[1]);
-  if (devnull >= 0) ::close(devnull);
   CommandResult r;
   auto deadline = Clock::now() + timeout;
   int fds[2] = {out_p[0], err_p[0]};

@@ -16,6 +16,7 @@
 
 #include "core/base/error.h"
 #include "core/base/host.h"
+#include "core/base/process.h"
 
 extern char** environ;
 
@@ -75,37 +76,24 @@ int LocalBackend::start_node(const NodeLaunch& l) {
     if (std::strncmp(*e, "AIR_NODE_TOKEN=", 15) != 0 && std::strncmp(*e, "AIR_TOKEN=", 10) != 0)
       env.emplace_back(*e);
   env.push_back("AIR_NODE_TOKEN=" + l.token);
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
   int log = ::open(l.agent_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t pid = ::fork();
-  if (pid < 0) {
+  SpawnSpec spec;
+  spec.path = args[0];
+  spec.argv = std::move(args);
+  spec.env = std::move(env);
+  spec.cwd = l.workdir;
+  spec.group = SpawnSpec::Group::kNewSession;
+  spec.in_child = lighten_session;
+  spec.stdout_fd = log;
+  spec.stderr_fd = log;
+  pid_t pid;
+  try {
+    pid = spawn_process(spec);
+  } catch (const SpawnError& e) {
     if (log >= 0) ::close(log);
-    if (devnull >= 0) ::close(devnull);
-    throw Error("cannot start the node agent: fork failed");
-  }
-  if (pid == 0) {
-    ::setsid();
-    lighten_session();
-    if (::chdir(l.workdir.c_str()) != 0) ::_exit(126);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    if (log >= 0) {
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);  // the workspace ignores SIGPIPE; commands like `yes | head` need it back
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
+    throw Error(std::string("cannot start the node agent: ") + e.what());
   }
   if (log >= 0) ::close(log);
-  if (devnull >= 0) ::close(devnull);
   return pid;
 }
 

@@ -86,7 +86,7 @@ class WebApi {
   void get(const std::string& pattern, std::function<void(const Req&, Res&, const Principal&)> h) {
     srv_.Get(api::kPrefix + pattern, [this, h](const Req& req, Res& res) {
       std::string why;
-      auto who = ws_.authenticate(bearer(req), &why);
+      auto who = ws_.auth().authenticate(bearer(req), &why);
       if (!who) throw HttpError(401, "UNAUTHENTICATED", why);
       if (who->is_node()) throw HttpError(403, "PERMISSION_DENIED", "a node token may not use the run page's API");
       res.set_header("Cache-Control", "no-store");
@@ -129,7 +129,7 @@ class WebApi {
       res.defer(std::chrono::steady_clock::now() + wait, [this, id, attempt, node, start, count, token](Res& r) {
         // A token revoked (or expired) while the page waits ends the wait with 401.
         std::string why;
-        if (!ws_.authenticate(token, &why)) {
+        if (!ws_.auth().authenticate(token, &why)) {
           r = Res();
           r.status = 401;
           r.set_content(json{{"error", {{"code", "UNAUTHENTICATED"}, {"message", why}, {"diagnostics", json::array()}}}}.dump(),

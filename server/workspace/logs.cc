@@ -32,9 +32,9 @@ AppendResult Workspace::append_log(const std::string& id, int attempt, int node,
 
 void Workspace::note_metrics(const std::string& id, int attempt) {
   std::lock_guard<std::mutex> g(mu_);
-  auto it = runs_.find(id);
-  if (it == runs_.end()) return;
-  for (const auto& a : it->second.info.attempts)
+  const RunRecord* r = runs_.get(id);
+  if (r == nullptr) return;
+  for (const auto& a : r->info.attempts)
     if (a.number == attempt)
       for (const auto& n : a.nodes) runtime_[{id, attempt, n.rank}].last_output_ms = now();
 }
@@ -46,8 +46,7 @@ LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::o
     const RunRecord& r = find(id);
     check_node(r, attempt, node);
     for (const auto& a : r.info.attempts)
-      if (a.number == attempt) return is_terminal(run_state_from_string(a.state).value_or(RunState::kFailed)) ||
-                                    is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed));
+      if (a.number == attempt) return over(a) || over(r.info);
     return true;
   };
   bool done = ended();

@@ -18,10 +18,6 @@ namespace air::server {
 
 namespace {
 
-bool attempt_done(const api::AttemptInfo& a) {
-  return is_terminal(run_state_from_string(a.state).value_or(RunState::kFailed));
-}
-
 std::vector<int> gpu_list(const std::string& s) {
   std::vector<int> out;
   size_t pos = 0;
@@ -74,7 +70,7 @@ std::string Workspace::pool_for(const std::string& pool_id, std::vector<std::str
 
 // Waiting for its (next) attempt: never started, or queued again after a failed or preempted attempt.
 bool Workspace::waiting(const RunRecord& r) const {
-  if (is_terminal(run_state_from_string(r.info.state).value_or(RunState::kFailed))) return false;
+  if (over(r.info)) return false;
   return r.info.current_attempt == 0 || r.stop_kind == "retry";
 }
 
@@ -94,7 +90,7 @@ sched::Input Workspace::queue_input() const {
       continue;
     }
     for (const auto& a : r.info.attempts)
-      if (a.number == r.info.current_attempt && !attempt_done(a))
+      if (a.number == r.info.current_attempt && !over(a))
         in.running.push_back({id, pool, cls, gpus, a.started_at_ms, bound, !r.stop_kind.empty(), ""});
   }
   return in;
@@ -137,9 +133,9 @@ void Workspace::schedule_pass() {
   o.stop_grace_ms = opts_.stop_grace_ms;
   o.preemption = opts_.preemption;
   sched::Decisions d = sched::decide(queue_input(), o);
-  for (const auto& p : d.preemptions) preempt(runs_.at(p.victim), p.for_job);
+  for (const auto& p : d.preemptions) preempt(runs_.find(p.victim), p.for_job);
   for (const auto& s : d.starts)
-    if (RunRecord& r = runs_.at(s.id); waiting(r)) start_attempt(r);
+    if (RunRecord& r = runs_.find(s.id); waiting(r)) start_attempt(r);
   show_waiting(d);
 }
 
@@ -148,8 +144,8 @@ void Workspace::schedule_pass() {
 void Workspace::show_waiting(const sched::Decisions& d) {
   bool changed = false;
   for (const auto& w : d.waiting) {
-    if (!waiting(runs_.at(w.id))) continue;  // started by a nested pass
-    api::RunInfo& i = runs_.at(w.id).info;
+    if (!waiting(runs_.find(w.id))) continue;  // started by a nested pass
+    api::RunInfo& i = runs_.find(w.id).info;
     auto note = requeue_note_.find(w.id);
     std::string msg = (note == requeue_note_.end() ? "" : note->second + "; ") + sched::describe(w, now());
     changed = changed || msg != i.status_message || i.queue_position != w.position;
@@ -229,7 +225,7 @@ bool Workspace::start_attempt(RunRecord& r) {
   a.master_port = free_loopback_port();
   a.started_at_ms = now();
   a.mlflow_run_id = services_->attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
-                                                  nlohmann::json::parse(r.spec_json).value("mlflow_run_name", ""));
+                                                  RunSpec::parse(r.spec_json).mlflow_run_name);
   for (int n = 0; n < r.info.num_nodes; ++n) a.nodes.push_back(api::NodeInfo{.rank = n, .gpus = gpus[n]});
   r.info.attempts.push_back(a);
   r.info.current_attempt = a.number;
@@ -242,9 +238,7 @@ bool Workspace::start_attempt(RunRecord& r) {
   requeue_note_.erase(r.info.run_id);
   r.info.status_message = a.number == 1 ? "starting nodes" : fmt::format("starting attempt {}", a.number);
 
-  std::string token = random_token(), hash = sha256_hex(token);
-  store_.add_token(hash, fmt::format("run:{}:{}", r.info.run_id, a.number));
-  tokens_[hash] = Principal{false, r.info.run_id, a.number};
+  std::string token = auth_->add_node_token(r.info.run_id, a.number);
   std::string attempt_dir = fmt::format("{}/runs/{}/attempt_{}", opts_.home, r.info.run_id, a.number);
   std::filesystem::create_directories(attempt_dir);
   save(r);

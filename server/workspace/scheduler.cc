@@ -11,15 +11,6 @@
 
 namespace air::server {
 
-namespace {
-
-bool attempt_ended(const api::AttemptInfo& a) {
-  auto st = run_state_from_string(a.state).value_or(RunState::kFailed);
-  return is_terminal(st);
-}
-
-}  // namespace
-
 api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, int node,
                                             const api::NodeStatusReport& rep) {
   static const std::set<std::string> kStates = {"STARTING", "RUNNING", "SUCCEEDED", "FAILED"};
@@ -30,7 +21,7 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
   check_node(r, attempt, node);
   api::AttemptInfo* a = current(r);
   // A report for an attempt that is over (or a run that ended) can only be answered with "stop".
-  if (!a || a->number != attempt || attempt_ended(*a)) return {"stop"};
+  if (!a || a->number != attempt || over(*a)) return {"stop"};
   runtime_[{id, attempt, node}].last_seen_ms = now();
   api::NodeInfo& n = a->nodes.at(node);
   if (is_node_terminal(n.state)) return {"stop"};
@@ -66,7 +57,7 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
     }
     maybe_finish_attempt(r);
     // An attempt that ended (or a stop that began) may have changed every node: write them all.
-    if (attempt_ended(*a) || !r.stop_kind.empty()) save(r);
+    if (over(*a) || !r.stop_kind.empty()) save(r);
     else store_.save_run_node(r, attempt, node);
     logs_.wake();
   }
@@ -112,7 +103,7 @@ void Workspace::begin_stop(RunRecord& r, const std::string& kind, const std::str
 
 void Workspace::maybe_finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
-  if (!a || attempt_ended(*a)) return;
+  if (!a || over(*a)) return;
   for (const auto& n : a->nodes)
     if (!is_node_terminal(n.state)) return;
   finish_attempt(r);
@@ -139,10 +130,7 @@ void Workspace::release_attempt(RunRecord& r, const api::AttemptInfo& a) {
   release_gpus(r);
   // The batch job may still be ending (or hold processes that did not stop): scancel it; a no-op when done.
   if (!a.job_id.empty()) job_cancels_.push_back({a.job_id, 0});
-  store_.delete_tokens(fmt::format("run:{}:{}", r.info.run_id, a.number));
-  for (auto it = tokens_.begin(); it != tokens_.end();)
-    it = !it->second.admin && it->second.run_id == r.info.run_id && it->second.attempt == a.number ? tokens_.erase(it)
-                                                                                                     : std::next(it);
+  auth_->revoke_node_token(r.info.run_id, a.number);
 }
 
 std::string Workspace::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
@@ -195,13 +183,7 @@ void Workspace::tick() {
   poll_jobs();
   run_job_cancels();
   std::lock_guard<std::mutex> g(mu_);
-  for (auto it = active_.begin(); it != active_.end();) {  // the ended leave the index here, and only here
-    auto r = runs_.find(*it);
-    if (r == runs_.end() || is_terminal(run_state_from_string(r->second.info.state).value_or(RunState::kFailed)))
-      it = active_.erase(it);
-    else
-      tick_run(r->second), ++it;
-  }
+  for (RunRecord* r : runs_.prune_active()) tick_run(*r);  // the ended leave the index here, and only here
   schedule();
   // Agents of ended attempts normally exit on their own; whatever is left after the grace is killed, so
   // a run never leaves a process behind.
@@ -218,7 +200,7 @@ void Workspace::tick() {
 void Workspace::tick_run(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   if (!a || waiting(r)) return;  // queued: schedule() starts it
-  if (attempt_ended(*a)) return;
+  if (over(*a)) return;
   int64_t t = now();
   if (!r.stop_kind.empty()) {
     if (t - r.stop_started_ms < opts_.stop_grace_ms) {

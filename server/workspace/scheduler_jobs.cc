@@ -14,14 +14,6 @@
 
 namespace air::server {
 
-namespace {
-
-bool attempt_over(const api::AttemptInfo& a) {
-  return is_terminal(run_state_from_string(a.state).value_or(RunState::kFailed));
-}
-
-}  // namespace
-
 void Workspace::apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error) {
   if (!error.empty()) {
     // The whole attempt could not be launched (e.g. sbatch failed): a gang failure of every node.
@@ -46,15 +38,15 @@ void Workspace::run_launches() {
     AttemptLaunchResult res;
     std::string error = launch(l, res);
     std::lock_guard<std::mutex> g(mu_);
-    auto it = runs_.find(l.run_id);
-    api::AttemptInfo* a = it == runs_.end() ? nullptr : current(it->second);
-    bool live = a && a->number == l.attempt && !attempt_over(*a);
-    if (!res.job_id.empty() && (!live || !it->second.stop_kind.empty())) {
+    RunRecord* run = runs_.get(l.run_id);
+    api::AttemptInfo* a = run == nullptr ? nullptr : current(*run);
+    bool live = a && a->number == l.attempt && !over(*a);
+    if (!res.job_id.empty() && (!live || !run->stop_kind.empty())) {
       // Canceled (or timed out) while being submitted: the job must not run.
       job_cancels_.push_back({res.job_id, 0});
     }
     if (!live) continue;
-    RunRecord& r = it->second;
+    RunRecord& r = *run;
     if (!r.stop_kind.empty()) {
       a->job_id = res.job_id;
       for (auto& n : a->nodes)
@@ -82,7 +74,7 @@ void Workspace::poll_jobs() {
     last_job_poll_ms_ = t;
     for (RunRecord* r : active_runs()) {
       api::AttemptInfo* a = current(*r);
-      if (a && !a->job_id.empty() && !attempt_over(*a)) ids.push_back(a->job_id);
+      if (a && !a->job_id.empty() && !over(*a)) ids.push_back(a->job_id);
     }
   }
   if (ids.empty()) return;
@@ -97,10 +89,10 @@ void Workspace::poll_jobs() {
   if (!error.empty() && error != last_job_poll_error_)
     std::fprintf(stderr, "air server: %s (job states are unknown until it answers)\n", error.c_str());
   last_job_poll_error_ = error;
-  for (const std::string& id : active_) {  // still holds every run polled above: only tick() prunes it
+  for (const std::string& id : runs_.active_ids()) {  // still holds every run polled above: only tick() prunes it
     RunRecord& r = find(id);
     api::AttemptInfo* a = current(r);
-    if (!a || a->job_id.empty() || attempt_over(*a)) continue;
+    if (!a || a->job_id.empty() || over(*a)) continue;
     if (std::find(ids.begin(), ids.end(), a->job_id) == ids.end()) continue;  // launched after the poll
     if (!error.empty()) {
       // Unknown is not lost: agents that run keep heartbeating; those not started yet are not blamed.

@@ -1,6 +1,6 @@
 // What the workspace serves besides runs: the secret store and the MLflow tracking store (both in
-// workspace.db, the master key in secrets.key beside it), the submit-time check that every referenced
-// secret exists, and the routing of /api/2.0/secrets and /api/2.0/mlflow with the workspace's tokens.
+// workspace.db, the master key in secrets.key beside it), and the submit-time check that every referenced
+// secret exists. Their HTTP routes (/api/2.0/secrets, /api/2.0/mlflow) are server/api/services.h.
 #pragma once
 #include <functional>
 #include <map>
@@ -11,18 +11,14 @@
 
 #include "core/wire/api.h"
 #include "core/base/diagnostics.h"
-#include "server/api/mlflow.h"
 #include "server/store/mlflow.h"
 #include "server/store/secrets.h"
-#include "server/api/secrets.h"
 
 namespace air {
 struct Workload;
 }
 
 namespace air::server {
-
-struct Principal;
 
 class WorkspaceServices {
  public:
@@ -49,23 +45,5 @@ class WorkspaceServices {
   std::unique_ptr<SecretStore> secrets_;
   std::unique_ptr<MlflowStore> mlflow_;
 };
-
-// Who may do what on /api/2.0/secrets and /api/2.0/mlflow:
-//  - an admin: everything;
-//  - a user: secrets by the scopes' ACLs (server/api/secrets.h); MLflow runs of an air run by the run's
-//    permissions (`may_use_run(air_run, write)` returns the refusal), others freely;
-//  - a node token: secrets `get` of the scope/key pairs its run references (`run_refs`) while the run's
-//    owner may READ them, and MLflow runs of its own run;
-//  - anything else: UNAUTHENTICATED.
-// `target` is the request path with its query string.
-// A refusal: `hidden` when the caller may not even view the run (then answered as an unknown MLflow run).
-struct RunRefusal {
-  bool hidden = false;
-  std::string message;
-};
-using RunCheck = std::function<std::optional<RunRefusal>(const std::string& air_run, bool write)>;
-ApiReply handle_services_request(WorkspaceServices& services, const std::optional<Principal>& caller,
-                                 const std::vector<SecretRef>& run_refs, const std::string& method,
-                                 const std::string& target, const std::string& body, const RunCheck& may_use_run = {});
 
 }  // namespace air::server

@@ -1,11 +1,13 @@
-// Who may use which volume: the workspace's side of server/store/volume_acl.h (records, the migration of
-// folders from before owners existed, the check at submit, the node spec's mounts). The rule is access.h.
+// VolumeAccess (server/workspace/volume_access.h): records, the migration of folders from before owners
+// existed, the check at submit, the node spec's mounts. The rule is access.h.
+#include "server/workspace/volume_access.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "server/workspace/workspace.h"
+#include "server/workspace/errors.h"
 
 namespace air::server {
 
@@ -38,10 +40,14 @@ std::vector<std::string> volume_folders(const std::string& root) {
 
 }  // namespace
 
-std::vector<std::string> Workspace::adopt_volume_folders() {
+VolumeAccess::VolumeAccess(const std::string& db_path, VolumeStore& volumes, IdentityStore& identity,
+                           std::function<int64_t()> clock)
+    : volumes_(volumes), identity_(identity), now_(std::move(clock)), acl_(std::make_unique<VolumeAcl>(db_path)) {}
+
+std::vector<std::string> VolumeAccess::adopt_volume_folders() {
   auto keys = volume_folders(volumes_.root());
-  volume_acl_->adopt(keys, identity_->bootstrap_admin(), now());
-  volume_acl_->seed(identity_->bootstrap_admin(), now());  // main, main.default, the schemas of those volumes
+  acl_->adopt(keys, identity_.bootstrap_admin(), now_());
+  acl_->seed(identity_.bootstrap_admin(), now_());  // main, main.default, the schemas of those volumes
   return keys;
 }
 
@@ -55,22 +61,22 @@ std::string as_whom(const Principal& who) {
 
 }  // namespace
 
-std::optional<std::string> Workspace::volume_create_refusal(const Principal& who, const std::string& key) const {
+std::optional<std::string> VolumeAccess::volume_create_refusal(const Principal& who, const std::string& key) const {
   // "c/s": a schema to make (its first steps only); "c/s/v": a volume.
   bool schema_only = std::count(key.begin(), key.end(), '/') == 1;
   std::string c = key.substr(0, key.find('/')), cs = schema_only ? key : key.substr(0, key.rfind('/'));
   std::string schema_name = volume_full_name(cs), user = acting_user(who);
   std::string what = fmt::format("{} {}", schema_only ? "schema" : "volume", volume_full_name(key));
   auto principals = acl_principals(who);
-  auto catalog = volume_acl_->find_container(c);
-  std::set<std::string> cgranted = volume_acl_->granted(c, principals);
+  auto catalog = acl_->find_container(c);
+  std::set<std::string> cgranted = acl_->granted(c, principals);
   // A catalog the caller may not use reads the same whether or not it exists.
   if (!catalog || !container_allows(who, {catalog->owner}, cgranted, kUseCatalog))
     return fmt::format("{} may not create {}: catalog '{}' does not exist or {} lacks USE_CATALOG on it; a "
                        "workspace admin can create it (air fs mkdir dbfs:/Volumes/{}) or grant it: air volumes grant "
                        "{} {} USE_CATALOG",
                        as_whom(who), what, c, user, schema_only ? key + "/<volume>" : key, c, user);
-  auto schema = volume_acl_->find_container(cs);
+  auto schema = acl_->find_container(cs);
   if (!schema || schema_only) {
     if (container_allows(who, {catalog->owner}, cgranted, kCreateSchema)) return std::nullopt;  // made as the caller's
     return fmt::format("{} may not create {}: {}{} lacks CREATE_SCHEMA on catalog '{}' (owner: {}); its owner can "
@@ -78,7 +84,7 @@ std::optional<std::string> Workspace::volume_create_refusal(const Principal& who
                        as_whom(who), what, schema_only ? "" : fmt::format("schema {} does not exist and ", schema_name),
                        user, c, catalog->owner, c, user);
   }
-  std::set<std::string> granted = volume_acl_->granted(cs, principals);
+  std::set<std::string> granted = acl_->granted(cs, principals);
   granted.insert(cgranted.begin(), cgranted.end());  // a catalog's grants hold in each of its schemas
   std::vector<std::string> owners{catalog->owner, schema->owner};
   if (!container_allows(who, owners, granted, kUseSchema))
@@ -92,32 +98,32 @@ std::optional<std::string> Workspace::volume_create_refusal(const Principal& who
   return std::nullopt;
 }
 
-VolumeRecord Workspace::create_volume_record(const std::string& key, const std::string& owner) {
-  int64_t t = now();
-  volume_acl_->ensure_container(key.substr(0, key.find('/')), owner, t);
-  volume_acl_->ensure_container(key.substr(0, key.rfind('/')), owner, t);
-  return volume_acl_->ensure(key, owner, t);
+VolumeRecord VolumeAccess::create_volume_record(const std::string& key, const std::string& owner) {
+  int64_t t = now_();
+  acl_->ensure_container(key.substr(0, key.find('/')), owner, t);
+  acl_->ensure_container(key.substr(0, key.rfind('/')), owner, t);
+  return acl_->ensure(key, owner, t);
 }
 
-bool Workspace::volume_hidden(const Principal& who, const std::string& key) const {
-  auto rec = volume_acl_->find(key);
+bool VolumeAccess::volume_hidden(const Principal& who, const std::string& key) const {
+  auto rec = acl_->find(key);
   return rec && !volume_visible(who, rec->owner, volume_granted(who, key));
 }
 
-std::optional<VolumeRecord> Workspace::volume_record(const std::string& key) const {
-  if (auto r = volume_acl_->find(key)) return r;
+std::optional<VolumeRecord> VolumeAccess::volume_record(const std::string& key) const {
+  if (auto r = acl_->find(key)) return r;
   // A folder made on the storage without the API (an admin, a run in the fallback mode): the bootstrap
   // admin's, as the migration made every volume from before owners existed.
   auto meta = volumes_.stat(parse_volume_path("/Volumes/" + key));
-  if (meta && meta->is_directory) return volume_acl_->ensure(key, identity_->bootstrap_admin(), now());
+  if (meta && meta->is_directory) return acl_->ensure(key, identity_.bootstrap_admin(), now_());
   return std::nullopt;
 }
 
-std::set<std::string> Workspace::volume_granted(const Principal& who, const std::string& key) const {
-  return volume_acl_->granted(key, acl_principals(who));
+std::set<std::string> VolumeAccess::volume_granted(const Principal& who, const std::string& key) const {
+  return acl_->granted(key, acl_principals(who));
 }
 
-void Workspace::require_volume(const Principal& who, const std::string& key, const std::string& need) {
+void VolumeAccess::require_volume(const Principal& who, const std::string& key, const std::string& need) {
   auto rec = volume_record(key);
   // A volume `who` may not see is answered as one that does not exist: a read finds nothing, a write is
   // refused as creating it would be, or (where `who` may create volumes) as a name already taken, whose
@@ -138,16 +144,14 @@ void Workspace::require_volume(const Principal& who, const std::string& key, con
     throw FsError(403, "PERMISSION_DENIED", *why);
 }
 
-std::vector<std::string> Workspace::readable_volumes(const Principal& who) const {
+std::vector<std::string> VolumeAccess::readable_volumes(const Principal& who) const {
   std::vector<std::string> out;
-  for (const auto& r : volume_acl_->all())
+  for (const auto& r : acl_->all())
     if (volume_allows(who, r.owner, volume_granted(who, r.key), kReadVolume)) out.push_back(r.key);
   return out;
 }
 
-// The run's owner must be able to READ each volume the workload names; the ones that do not exist yet are
-// returned (they become the owner's once the submit is accepted).
-std::vector<std::string> Workspace::check_run_volumes(const std::vector<std::string>& keys, const Principal& who) const {
+std::vector<std::string> VolumeAccess::check_run_volumes(const std::vector<std::string>& keys, const Principal& who) const {
   std::vector<std::string> fresh;
   for (const auto& key : keys) {
     auto rec = volume_record(key);
@@ -171,14 +175,13 @@ std::vector<std::string> Workspace::check_run_volumes(const std::vector<std::str
   return fresh;
 }
 
-// The volumes a node mounts: those the workload names that its owner may read now (a revoked grant takes
-// effect at the next attempt), read-only where the owner may not write.
-void Workspace::node_volumes(const std::string& owner, const std::string& spec_json, api::NodeSpec& s) const {
+void VolumeAccess::node_volumes(const std::string& owner, const std::vector<std::string>& named_paths,
+                                api::NodeSpec& s) const {
   Principal o;
   o.user = owner;
-  o.groups = identity_->groups_of(owner);
-  o.admin = identity_->is_admin(owner);
-  for (const auto& path : named_volume_paths(spec_json)) {
+  o.groups = identity_.groups_of(owner);
+  o.admin = identity_.is_admin(owner);
+  for (const auto& path : named_paths) {
     std::string key = parse_volume_path(path).volume_key();
     if (std::find(s.volumes.begin(), s.volumes.end(), key) != s.volumes.end()) continue;
     auto rec = volume_record(key);

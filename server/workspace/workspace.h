@@ -1,6 +1,10 @@
-// The workspace's core: runs and their attempts, the gang scheduler, tokens, and the stores. The HTTP
-// layer (server/api/router.h) is a thin mapping onto these methods. One lock guards the run table; a tick
-// thread enforces heartbeats, timeouts and stop grace periods.
+// The workspace: a thin façade over its parts (docs/architecture.md "The workspace's parts"). It owns the
+// run table (run_table.h) under one lock with the queue and the attempt lifecycle (this class's private
+// half: queue.cc, scheduler.cc, scheduler_jobs.cc), and hands out the parts that keep their own state:
+// auth (auth.h: tokens, own lock), volume access (volume_access.h), snapshots (snapshots.h), services
+// (secrets, MLflow) and the stores.
+// Submits pass admission's named steps (admission.h) before they touch the run table. A tick thread
+// enforces heartbeats, timeouts and stop grace periods.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -20,7 +24,13 @@
 #include "server/store/blobs.h"
 #include "server/store/identity.h"
 #include "server/workspace/access.h"
+#include "server/workspace/auth.h"
+#include "server/workspace/errors.h"
 #include "server/workspace/isolation.h"
+#include "server/workspace/run_spec.h"
+#include "server/workspace/run_table.h"
+#include "server/workspace/snapshots.h"
+#include "server/workspace/volume_access.h"
 #include "server/store/logs.h"
 #include "server/store/snapshot_uploads.h"
 #include "server/store/store.h"
@@ -30,18 +40,6 @@
 namespace air::server {
 
 class WorkspaceServices;
-
-// An error with an HTTP status; rendered as {"error": {"code", "message", "diagnostics"}}.
-struct HttpError : std::runtime_error {
-  HttpError(int status, std::string code, std::string message, std::vector<Diagnostic> diags = {})
-      : std::runtime_error(message), status(status), code(std::move(code)), diagnostics(std::move(diags)) {}
-  int status;
-  std::string code;
-  std::vector<Diagnostic> diagnostics;
-};
-
-// The /Volumes paths a run's stored spec names: in its command, env_variables and parameters.
-std::vector<std::string> named_volume_paths(const std::string& spec_json);
 
 struct WorkspaceOptions {
   std::string home;      // state folder: workspace.db, blobs/, runs/
@@ -87,13 +85,11 @@ class Workspace {
   void start();
   void stop();
 
-  std::string create_admin_token();  // returns the clear token; only its hash is kept
-  // Who the token is; nullopt for none, an unknown, revoked or expired token, or a deactivated user
-  // (`why` then says which, without the token).
-  std::optional<Principal> authenticate(const std::string& token, std::string* why = nullptr) const;
-  // A personal access token for `user`: the clear token (shown once) and its record. lifetime_s <= 0: none.
-  std::pair<std::string, TokenInfo> create_token(const std::string& user, int64_t lifetime_s, const std::string& comment);
-  IdentityStore& identity() { return *identity_; }
+  // Tokens and who they are (server/workspace/auth.h).
+  Auth& auth() { return *auth_; }
+  const Auth& auth() const { return *auth_; }
+  // Volume owners, grants and the checks on them (server/workspace/volume_access.h).
+  VolumeAccess& volume_access() { return *volume_access_; }
   int64_t now_ms() const { return now(); }
 
   // A run's owner and access list (throws 404 for an unknown run).
@@ -105,22 +101,16 @@ class Workspace {
   // Throws 403 PERMISSION_DENIED (naming the missing level) unless `who` has `need` on the run.
   void require_run(const Principal& who, const std::string& run_id, RunLevel need) const;
 
-  // Who may read (and name in a run) a code snapshot: admins, its uploaders, node tokens of a run made from
-  // it, users who may view such a run. The refusal, or nullopt. The routes answer a refused caller 404, as
-  // for a digest that does not exist (a digest is a name anyone can compute, not a key).
-  std::optional<std::string> snapshot_refusal(const Principal& who, const std::string& digest) const;
-  // Who uploaded each snapshot (server/store/snapshot_uploads.h).
-  SnapshotUploads& snapshot_uploads() { return *snapshot_uploads_; }
+  // Code snapshots: the blob store, their uploaders, who may read one (server/workspace/snapshots.h).
+  Snapshots& snapshots() { return *snapshots_; }
 
   // `who` becomes the run's owner; the workload's permissions are its access list. Refused (403) when the
   // owner may not READ a secret scope the workload references.
   api::RunInfo submit(const api::SubmitRequest& req, const Principal& who);
-  api::RunInfo submit(const api::SubmitRequest& req) { return submit(req, bootstrap_principal()); }
+  api::RunInfo submit(const api::SubmitRequest& req) { return submit(req, auth_->bootstrap_principal()); }
   api::RunInfo get(const std::string& run_id) const;
   // Every run, as the bootstrap admin sees them (in-process callers).
-  api::RunList list(int limit, bool all_status) const { return list(limit, all_status, bootstrap_principal(), true); }
-  // The bootstrap admin, as its token authenticates.
-  Principal bootstrap_principal() const;
+  api::RunList list(int limit, bool all_status) const { return list(limit, all_status, auth_->bootstrap_principal(), true); }
   // The runs `who` may view: only its own unless all_users.
   api::RunList list(int limit, bool all_status, const Principal& who, bool all_users) const;
   api::CancelReply cancel(const std::string& run_id);
@@ -138,31 +128,8 @@ class Workspace {
   LogRead read_log(const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
                    std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
 
-  BlobStore& blobs() { return blobs_; }
   // Told of every log append and run-state change (see LogStore::set_listener).
   void set_log_listener(std::function<void()> f) { logs_.set_listener(std::move(f)); }
-  VolumeStore& volumes() { return volumes_; }
-  // Volume owners and grants (server/workspace/volume_access.cc; the rule: access.h, docs/security.md).
-  VolumeAcl& volume_acl() { return *volume_acl_; }
-  // A volume's record: its row, or (a folder made on the storage without the API) the bootstrap admin's,
-  // recorded now; nullopt when no such volume exists.
-  std::optional<VolumeRecord> volume_record(const std::string& key) const;
-  // The privileges `who` (a node token: its run's owner) holds on `key` through grants.
-  std::set<std::string> volume_granted(const Principal& who, const std::string& key) const;
-  // Throws FsError 403 PERMISSION_DENIED naming the missing privilege unless `who` holds `need` on `key`.
-  // A volume that does not exist yet is made by a write (the writer, or a node's run owner, owns it).
-  void require_volume(const Principal& who, const std::string& key, const std::string& need);
-  // Why `who` (a node token: its run's owner) may not create volume `key` (Unity Catalog's rule: USE_CATALOG
-  // on its catalog, and USE_SCHEMA and CREATE_VOLUME on its schema, or CREATE_SCHEMA on the catalog for a
-  // schema not made yet), or nullopt. `key` "catalog/schema": why `who` may not make that schema (USE_CATALOG and
-  // CREATE_SCHEMA on the catalog). docs/volumes.md "Catalogs and schemas".
-  std::optional<std::string> volume_create_refusal(const Principal& who, const std::string& key) const;
-  // The record of a new volume owned by `owner`, with its catalog and schema (made as `owner`'s if missing).
-  VolumeRecord create_volume_record(const std::string& key, const std::string& owner);
-  // True when the volume exists and `who` may not see it (access.h volume_visible): answer as if it did not.
-  bool volume_hidden(const Principal& who, const std::string& key) const;
-  // The volumes `who` may read ("catalog/schema/volume"), for listings.
-  std::vector<std::string> readable_volumes(const Principal& who) const;
   // Secrets and MLflow (server/workspace/services.h).
   WorkspaceServices& services() { return *services_; }
   const WorkspaceOptions& options() const { return opts_; }
@@ -183,12 +150,12 @@ class Workspace {
   };
 
   int64_t now() const { return opts_.now_ms(); }
-  RunRecord& find(const std::string& run_id);
-  const RunRecord& find(const std::string& run_id) const;
-  // The runs not yet ended, in run id order: what the scheduler's passes walk (a workspace keeps every run it
-  // ever had; walking them all each tick held the lock ~40 ms with 100,000 runs: bench/server_load.sh team).
-  std::vector<RunRecord*> active_runs();
-  std::vector<const RunRecord*> active_runs() const;
+  // The run table's half of who may read a snapshot (Snapshots::RunReaders).
+  std::optional<std::string> snapshot_run_refusal(const Principal& who, const std::string& digest) const;
+  RunRecord& find(const std::string& run_id) { return runs_.find(run_id); }
+  const RunRecord& find(const std::string& run_id) const { return runs_.find(run_id); }
+  std::vector<RunRecord*> active_runs() { return runs_.active(); }
+  std::vector<const RunRecord*> active_runs() const { return runs_.active(); }
   api::AttemptInfo* current(RunRecord& r);
   void check_node(const RunRecord& r, int attempt, int node) const;
   void save(const RunRecord& r);
@@ -226,27 +193,21 @@ class Workspace {
   std::vector<std::string> allocate_gpus(const std::string& pool, int nodes, int per_node);
   void release_gpus(RunRecord& r);
   std::string new_run_id() const;
-  // Volumes at submit and in the node spec (volume_access.cc).
-  std::vector<std::string> adopt_volume_folders();
-  std::vector<std::string> check_run_volumes(const std::vector<std::string>& keys, const Principal& who) const;
-  void node_volumes(const std::string& owner, const std::string& spec_json, api::NodeSpec& s) const;
 
   WorkspaceOptions opts_;
   std::unique_ptr<Backend> backend_;
   Store store_;
-  BlobStore blobs_;
   VolumeStore volumes_;
   LogStore logs_;
   std::unique_ptr<WorkspaceServices> services_;
   std::unique_ptr<IdentityStore> identity_;
-  std::unique_ptr<VolumeAcl> volume_acl_;
-  std::unique_ptr<SnapshotUploads> snapshot_uploads_;
+  std::unique_ptr<VolumeAccess> volume_access_;
+  std::unique_ptr<Auth> auth_;
+  std::unique_ptr<Snapshots> snapshots_;
   std::string url_;
 
   mutable std::mutex mu_;
-  std::map<std::string, RunRecord> runs_;
-  std::map<std::string, std::string> idempotency_;  // key -> run id
-  std::map<std::string, Principal> tokens_;         // sha256 hex -> who
+  RunTable runs_;  // every run, the active index, idempotency keys (server/workspace/run_table.h)
   std::map<std::tuple<std::string, int, int>, NodeRuntime> runtime_;
   std::vector<Lingering> lingering_;
   std::set<int> gpus_in_use_;
@@ -254,9 +215,6 @@ class Workspace {
   std::map<std::string, std::string> requeue_note_;       // run -> why it waits again (failed, preempted)
   bool scheduling_ = false, schedule_again_ = false;      // schedule() is running / must go round again
   std::set<std::string> restarted_runs_;  // runs whose agents must re-attach after a workspace restart
-  // Ids of runs that had not ended when last looked at: a run enters at submit (or load) and leaves when a
-  // tick finds it ended (a run never leaves a terminal state: a retry is a new attempt of a run not yet ended).
-  std::set<std::string> active_;
   struct JobCancel {
     std::string job_id;
     int64_t next_try_ms = 0;
@@ -271,8 +229,5 @@ class Workspace {
   std::atomic<bool> stopping_{false};
   std::thread ticker_;
 };
-
-// A random token (URL-safe, 32 bytes of entropy).
-std::string random_token();
 
 }  // namespace air::server

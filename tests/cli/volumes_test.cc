@@ -101,3 +101,35 @@ TEST_CASE("cli: air volumes grants, lists and revokes, and refuses bad input and
   CHECK(r.out == "Revoked READ_VOLUME on main.t.v from bob\n");
   CHECK(air_cli({"volumes", "grants", "main.t.v"}).out == "No grants on main.t.v (only its owner and admins may use it)\n");
 }
+
+TEST_CASE("cli: air fs rm needs only WRITE_VOLUME, as the API's DELETE does") {
+  Home h;
+  REQUIRE(air_cli({"fs", "mkdir", "dbfs:/Volumes/main/t/w/sub"}).code == 0);
+  std::ofstream(h.dir + "/f.txt") << "data";
+  REQUIRE(air_cli({"fs", "cp", h.dir + "/f.txt", "dbfs:/Volumes/main/t/w/f.txt"}).code == 0);
+  REQUIRE(air_cli({"fs", "cp", h.dir + "/f.txt", "dbfs:/Volumes/main/t/w/g.txt"}).code == 0);
+  auto bob = air_cli({"-o", "json", "users", "add", "bob", "--token"});
+  REQUIRE(bob.code == 0);
+  std::string bob_token = json::parse(bob.out)["data"]["token_value"];
+  REQUIRE(air_cli({"volumes", "grant", "main.t.w", "bob", "WRITE_VOLUME"}).code == 0);
+
+  json server = json::parse(std::ifstream(h.dir + "/server.json"));
+  ::setenv("AIR_HOST", server["url"].get<std::string>().c_str(), 1);
+  ::setenv("AIR_TOKEN", bob_token.c_str(), 1);
+  auto read = air_cli({"fs", "ls", "dbfs:/Volumes/main/t/w"});  // bob may not read the volume...
+  auto rm_file = air_cli({"fs", "rm", "dbfs:/Volumes/main/t/w/f.txt"});  // ...but may delete in it
+  auto rm_dir = air_cli({"fs", "rm", "dbfs:/Volumes/main/t/w/sub"});
+  auto rm_missing = air_cli({"fs", "rm", "dbfs:/Volumes/main/t/w/nope.txt"});
+  ::unsetenv("AIR_HOST");
+  ::unsetenv("AIR_TOKEN");
+  CHECK(read.code == 1);
+  CHECK(read.err.find("READ_VOLUME") != std::string::npos);
+  CHECK(rm_file.code == 0);
+  CHECK(rm_file.err.empty());
+  CHECK(rm_dir.code == 0);
+  CHECK(rm_missing.code == 1);
+  CHECK(rm_missing.err.find("/Volumes/main/t/w/nope.txt does not exist") != std::string::npos);
+  auto left = air_cli({"fs", "ls", "dbfs:/Volumes/main/t/w"});
+  CHECK(left.code == 0);
+  CHECK(left.out == "g.txt\n");
+}

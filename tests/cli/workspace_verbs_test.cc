@@ -171,3 +171,34 @@ TEST_CASE("cli: the workspace refuses a wrong token and a snapshot whose content
   std::string got((std::istreambuf_iterator<char>(back)), {});
   CHECK(got == content);
 }
+
+TEST_CASE("cli: an unknown verb is a usage error with a did-you-mean, also with --help") {
+  Home h;
+  auto u = air_cli({"nosuchverb", "--help"});
+  CHECK(u.code == 2);
+  CHECK(u.out.empty());
+  CHECK(u.err == "air: error: unknown command 'nosuchverb'\n  hint: run 'air --help' for the commands\n");
+  auto near = air_cli({"-o", "json", "cancl", "--help"});
+  CHECK(near.code == 2);
+  CHECK(near.err == "air: error: unknown command 'cancl'\n  hint: did you mean 'cancel'? run 'air --help' for the commands\n");
+  auto bare = air_cli({"lisst"});
+  CHECK(bare.code == 2);
+  CHECK(bare.err.rfind("air: error: unknown command 'lisst'\n  hint: did you mean 'list'?", 0) == 0);
+  // A known verb's help and the top-level help are untouched.
+  CHECK(air_cli({"cancel", "--help"}).code == 0);
+  CHECK(air_cli({"--help"}).code == 0);
+}
+
+TEST_CASE("cli: air cancel's refusals other than an unknown run carry the air: error: prefix") {
+  Home h;
+  REQUIRE(air_cli({"list"}).code == 0);
+  auto d = air::read_daemon_info(h.dir);
+  REQUIRE(d);
+  ::setenv("AIR_HOST", d->url.c_str(), 1);
+  ::setenv("AIR_TOKEN", "not-the-token", 1);
+  auto r = air_cli({"cancel", "deadbeef"});
+  ::unsetenv("AIR_HOST");
+  ::unsetenv("AIR_TOKEN");
+  CHECK(r.code == 1);
+  CHECK(r.err == "air: error: the token is unknown or was revoked\n");
+}

@@ -17,3 +17,10 @@ TEST_CASE("wire types: an integer field given a float out of its range is a type
   CHECK(json::parse(R"({"size": 18446744073709551615})").get<air::api::LogAppendReply>().size ==
         18446744073709551615ull);
 }
+
+TEST_CASE("wire: a node's route and the log headers have one spelling") {
+  CHECK(air::api::node_path("r-1", 2, 3, "logs") == "/api/air/v1/runs/r-1/attempts/2/nodes/3/logs");
+  CHECK(air::api::node_path("r-1", 0, 0, "spec") == "/api/air/v1/runs/r-1/attempts/0/nodes/0/spec");
+  CHECK(air::api::header_key(air::api::kHeaderLogOffset) == "x-air-log-offset");
+  CHECK(air::api::header_key(air::api::kHeaderLogDone) == "x-air-log-done");
+}

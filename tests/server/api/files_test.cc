@@ -45,7 +45,7 @@ struct Served {
     ws = std::make_unique<Workspace>(o, std::make_unique<RecordingBackend>(started));
     ws->set_url("http://127.0.0.1:1");
     ws->start();
-    admin = ws->create_admin_token();
+    admin = ws->auth().create_admin_token();
     install_files_routes(srv, *ws);
     port = srv.bind("127.0.0.1", 0);
     REQUIRE(port > 0);

@@ -99,7 +99,7 @@ struct Team {
     ws = std::make_unique<Workspace>(o, std::make_unique<RecordingBackend>(started));
     ws->set_url("http://127.0.0.1:1");
     ws->start();
-    token["admin"] = ws->create_admin_token();
+    token["admin"] = ws->auth().create_admin_token();
     install_routes(srv, *ws);
     port = srv.bind("127.0.0.1", 0);
     REQUIRE(port > 0);

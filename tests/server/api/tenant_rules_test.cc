@@ -38,9 +38,9 @@ struct Pair {
     char t[] = "/tmp/air-tenant-rules-XXXXXX";
     home = ::mkdtemp(t);
     open();
-    for (const char* u : {"alice", "bob"}) ws->identity().add_user(u, "", 0);
-    alice = ws->create_token("alice", 0, "").first;
-    bob = ws->create_token("bob", 0, "").first;
+    for (const char* u : {"alice", "bob"}) ws->auth().identity().add_user(u, "", 0);
+    alice = ws->auth().create_token("alice", 0, "").first;
+    bob = ws->auth().create_token("bob", 0, "").first;
   }
   ~Pair() {
     close();
@@ -54,7 +54,7 @@ struct Pair {
     ws = std::make_unique<Workspace>(o, std::make_unique<RecordingBackend>(started));
     ws->set_url("http://127.0.0.1:1");
     ws->start();
-    admin = ws->create_admin_token();
+    admin = ws->auth().create_admin_token();
     srv = std::make_unique<http::Server>();
     install_routes(*srv, *ws);
     port = srv->bind("127.0.0.1", 0);
@@ -156,13 +156,13 @@ TEST_CASE("tenant: a snapshot digest is a name, not a key") {
   CHECK(json::parse(same->body)["existed"] == false);
   CHECK(t.send(t.bob, "HEAD", snap_path(digest))->status == 200);
   CHECK(t.submit(t.bob, "", digest)->status == 201);
-  CHECK(t.ws->snapshot_uploads().uploaders(digest) == std::vector<std::string>{"alice", "bob"});
+  CHECK(t.ws->snapshots().uploads().uploaders(digest) == std::vector<std::string>{"alice", "bob"});
 }
 
 TEST_CASE("tenant: CAN_VIEW on a run made from a snapshot lets a user read it and name it") {
   Pair t;
-  t.ws->identity().add_user("carol", "", 0);
-  std::string carol = t.ws->create_token("carol", 0, "").first;
+  t.ws->auth().identity().add_user("carol", "", 0);
+  std::string carol = t.ws->auth().create_token("carol", 0, "").first;
   std::string bytes = "shared code", digest = air::sha256_hex(bytes);
   REQUIRE(t.send(t.alice, "PUT", snap_path(digest), bytes, "application/octet-stream")->status == 201);
   REQUIRE(t.submit(t.alice, "permissions:\n  - user_name: carol\n    level: CAN_VIEW\n", digest)->status == 201);
@@ -176,25 +176,25 @@ TEST_CASE("tenant: nobody creates a volume in a schema that is not theirs") {
   // A fresh workspace: main and main.default are the admin's; users may use them, not create volumes in
   // main.default.
   auto cat = json::parse(t.as(t.bob).Get("/api/2.1/unity-catalog/catalogs/main")->body);
-  CHECK(cat["owner"] == t.ws->identity().bootstrap_admin());
+  CHECK(cat["owner"] == t.ws->auth().identity().bootstrap_admin());
   auto grants = json::parse(t.as(t.bob).Get("/api/2.1/unity-catalog/permissions/schema/main.default")->body);
   CHECK(grants == json::parse(R"({"privilege_assignments":[{"principal":"users","privileges":["USE_SCHEMA"]}]})"));
   const std::string ckpt = "/api/2.0/fs/files/Volumes/main/default/air_checkpoints/x";
   auto squat = t.send(t.bob, "PUT", ckpt, "mine", "application/octet-stream");
   CHECK(squat->status == 403);
   CHECK(message(squat) == "user 'bob' lacks CREATE_VOLUME on schema main.default (owner: " +
-                              t.ws->identity().bootstrap_admin() +
+                              t.ws->auth().identity().bootstrap_admin() +
                               "), so may not create volume main.default.air_checkpoints there; its owner can grant "
                               "it: air volumes grant main.default bob CREATE_VOLUME");
   auto run = t.submit(t.bob, "env_variables:\n  OUT: /Volumes/main/default/air_checkpoints\n");
   CHECK(run->status == 403);
   CHECK(message(run).find("lacks CREATE_VOLUME on schema main.default") != std::string::npos);
-  CHECK(!t.ws->volume_acl().find("main/default/air_checkpoints"));
+  CHECK(!t.ws->volume_access().acl().find("main/default/air_checkpoints"));
   // Only the schema's owner (or an admin) grants on it.
   CHECK(t.grant(t.bob, "schema", "main.default", "bob", "CREATE_VOLUME")->status == 403);
   REQUIRE(t.grant(t.admin, "schema", "main.default", "alice", "CREATE_VOLUME")->status == 200);
   REQUIRE(t.submit(t.alice, "env_variables:\n  OUT: /Volumes/main/default/air_checkpoints\n")->status == 201);
-  CHECK(t.ws->volume_acl().find("main/default/air_checkpoints")->owner == "alice");
+  CHECK(t.ws->volume_access().acl().find("main/default/air_checkpoints")->owner == "alice");
   // Granted CREATE_VOLUME too, bob still cannot take her volume: the name is taken, its owner not named.
   REQUIRE(t.grant(t.admin, "schema", "main.default", "bob", "CREATE_VOLUME")->status == 200);
   auto taken = t.send(t.bob, "PUT", ckpt, "mine", "application/octet-stream");
@@ -203,7 +203,7 @@ TEST_CASE("tenant: nobody creates a volume in a schema that is not theirs") {
 
   // A schema of one's own: main.bob becomes bob's with his first volume there; alice may not use it.
   REQUIRE(t.send(t.bob, "PUT", "/api/2.0/fs/directories/Volumes/main/bob/out")->status == 204);
-  CHECK(t.ws->volume_acl().find_container("main/bob")->owner == "bob");
+  CHECK(t.ws->volume_access().acl().find_container("main/bob")->owner == "bob");
   auto in_his = t.send(t.alice, "PUT", "/api/2.0/fs/directories/Volumes/main/bob/hers");
   CHECK(in_his->status == 403);
   CHECK(message(in_his) == "user 'alice' may not create volume main.bob.hers: schema main.bob does not exist or alice "
@@ -226,7 +226,7 @@ TEST_CASE("tenant: nobody creates a volume in a schema that is not theirs") {
                                 "dbfs:/Volumes/team/x/<volume>) or grant it: air volumes grant team bob USE_CATALOG");
   CHECK(t.send(t.alice, "POST", "/api/2.1/unity-catalog/schemas", R"({"catalog_name": "team", "name": "x"})")->status ==
         200);
-  CHECK(t.ws->volume_acl().find_container("team/x")->owner == "alice");
+  CHECK(t.ws->volume_access().acl().find_container("team/x")->owner == "alice");
   auto bad = t.grant(t.admin, "schema", "team.s", "bob", "READ_VOLUME");
   CHECK(bad->status == 400);
   CHECK(message(bad) == "changes[0].add: 'READ_VOLUME' is not a schema privilege; use USE_SCHEMA or CREATE_VOLUME");
@@ -313,7 +313,7 @@ TEST_CASE("tenant: the audit log names the caller and the object the handler use
   CHECK(anon[0]["user"] == "(no token)");
   CHECK(anon[1]["user"] == "(invalid token)");
   // A request that revokes its own token is still logged as its sender's.
-  auto [tok, info] = t.ws->create_token("bob", 0, "self");
+  auto [tok, info] = t.ws->auth().create_token("bob", 0, "self");
   REQUIRE(t.send(tok, "POST", "/api/2.0/token/delete", json{{"token_id", info.token_id}}.dump())->status == 200);
   auto del = t.audit("/api/2.0/token/delete");
   REQUIRE(del.size() == 1);
@@ -338,7 +338,7 @@ TEST_CASE("tenant: one bootstrap admin token, replaced at start, listed and revo
   };
   auto one = listed(first);
   REQUIRE(one.size() == 1);
-  CHECK(one[0]["created_by_username"] == t.ws->identity().bootstrap_admin());
+  CHECK(one[0]["created_by_username"] == t.ws->auth().identity().bootstrap_admin());
   // A restart replaces it: the old one opens nothing, the new one is the only one listed.
   t.close();
   t.open();
@@ -347,7 +347,7 @@ TEST_CASE("tenant: one bootstrap admin token, replaced at start, listed and revo
   REQUIRE(now.size() == 1);
   CHECK(now[0]["token_id"] != one[0]["token_id"]);
   // Revoked like any token (by another admin here: a user made admin).
-  t.ws->identity().add_member(kAdminsGroup, "alice");
+  t.ws->auth().identity().add_member(kAdminsGroup, "alice");
   auto del = t.send(t.alice, "DELETE", "/api/2.0/token-management/tokens/" + now[0]["token_id"].get<std::string>());
   CHECK(del->status == 200);
   CHECK(t.as(t.admin).Get("/api/2.0/preview/scim/v2/Me")->status == 401);

@@ -44,11 +44,11 @@ struct Team {
     ws = std::make_unique<Workspace>(o, std::make_unique<RecordingBackend>(started));
     ws->set_url("http://127.0.0.1:1");
     ws->start();
-    admin = ws->create_admin_token();
+    admin = ws->auth().create_admin_token();
     for (const char* u : {"alice", "bob"})
-      if (!ws->identity().user(u)) ws->identity().add_user(u, "", 0);
-    alice = ws->create_token("alice", 0, "").first;
-    bob = ws->create_token("bob", 0, "").first;
+      if (!ws->auth().identity().user(u)) ws->auth().identity().add_user(u, "", 0);
+    alice = ws->auth().create_token("alice", 0, "").first;
+    bob = ws->auth().create_token("bob", 0, "").first;
     install_routes(srv, *ws);
     port = srv.bind("127.0.0.1", 0);
     REQUIRE(port > 0);
@@ -188,7 +188,7 @@ TEST_CASE("volume grants: a run may name only volumes its owner may read, and mo
   CHECK(spec.volumes == std::vector<std::string>{"main/team/data", "main/bob/out"});
   CHECK(spec.read_only_volumes == std::vector<std::string>{"main/team/data"});
   // The volume the run named first became bob's.
-  CHECK(t.ws->volume_record("main/bob/out")->owner == "bob");
+  CHECK(t.ws->volume_access().volume_record("main/bob/out")->owner == "bob");
   // Bob's node token reads alice's volume, writes only his own.
   REQUIRE(!t.started.empty());
   auto node = t.as(t.started.back().token);
@@ -214,10 +214,10 @@ TEST_CASE("volume grants: volumes from before owners existed become the bootstra
   std::ofstream(home + "/volumes/main/old/ckpt/run1/w.bin") << "weights";
   {
     Team t(home);
-    std::string boot = t.ws->identity().bootstrap_admin();
-    CHECK(t.ws->volume_acl().find("main/old/ckpt")->owner == boot);
+    std::string boot = t.ws->auth().identity().bootstrap_admin();
+    CHECK(t.ws->volume_access().acl().find("main/old/ckpt")->owner == boot);
     CHECK(t.as(t.bob).Get("/api/2.0/fs/files/Volumes/main/old/ckpt/run1/w.bin")->status == 404);
-    CHECK(t.ws->volume_acl().find_container("main/old")->owner == boot);
+    CHECK(t.ws->volume_access().acl().find_container("main/old")->owner == boot);
     CHECK(t.as(t.admin).Get("/api/2.0/fs/files/Volumes/main/old/ckpt/run1/w.bin")->body == "weights");
   }
   fs::remove_all(home);

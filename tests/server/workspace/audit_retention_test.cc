@@ -40,7 +40,7 @@ struct Home {
   }
   static std::vector<std::string> routes(Workspace& ws) {
     std::vector<std::string> out;
-    for (const auto& e : ws.identity().audit_log({})) out.push_back(e.route);
+    for (const auto& e : ws.auth().identity().audit_log({})) out.push_back(e.route);
     return out;
   }
 };
@@ -53,9 +53,9 @@ TEST_CASE("audit retention: old entries go at start and hourly, recent ones stay
     auto ws = h.open(0);  // a workspace that kept everything so far
     ws->start();
     int64_t now = h.clock;
-    ws->identity().audit({0, now - 400 * kDay, "alice", "POST", "/very-old", "", 200});
-    ws->identity().audit({0, now - 31 * kDay, "alice", "POST", "/old", "", 200});
-    ws->identity().audit({0, now - 29 * kDay, "alice", "POST", "/recent", "", 200});
+    ws->auth().identity().audit({0, now - 400 * kDay, "alice", "POST", "/very-old", "", 200});
+    ws->auth().identity().audit({0, now - 31 * kDay, "alice", "POST", "/old", "", 200});
+    ws->auth().identity().audit({0, now - 29 * kDay, "alice", "POST", "/recent", "", 200});
     ws->tick();
     CHECK(Home::routes(*ws) == std::vector<std::string>{"/very-old", "/old", "/recent"});
   }
@@ -69,7 +69,7 @@ TEST_CASE("audit retention: old entries go at start and hourly, recent ones stay
   CHECK(Home::routes(*ws) == std::vector<std::string>{"/recent"});
   // Two days later the last one is past 30 days: the tick prunes it once an hour has passed, not before.
   h.clock += 2 * kDay;
-  ws->identity().audit({0, h.clock, "bob", "POST", "/now", "", 200});
+  ws->auth().identity().audit({0, h.clock, "bob", "POST", "/now", "", 200});
   ws->tick();
   CHECK(Home::routes(*ws) == std::vector<std::string>{"/now"});
   h.clock += 30 * kDay - 1000;

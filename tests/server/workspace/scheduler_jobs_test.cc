@@ -113,7 +113,7 @@ TEST_CASE("batch: one launch per attempt with the run's shape, and PENDING with 
   CHECK(l.timeout_minutes == 7);
   CHECK(l.server_url == "http://10.0.0.1:8470");
   CHECK(l.attempt_dir == f.home + "/runs/" + id + "/attempt_1");
-  CHECK(f.ws->authenticate(l.token));
+  CHECK(f.ws->auth().authenticate(l.token));
   CHECK(f.get(id).attempts[0].job_id == "101");
   // Queued for longer than the heartbeat window: still PENDING, not lost.
   for (int i = 0; i < 30; ++i) f.tick();

@@ -8,6 +8,7 @@
 
 #include "core/base/codec.h"
 #include "server/workspace/services.h"
+#include "server/api/services.h"
 #include "server/workspace/workspace.h"
 #include "tests/server/secret_test_util.h"
 

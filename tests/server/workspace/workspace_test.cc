@@ -96,7 +96,7 @@ TEST_CASE("workspace: a 2-node run starts one agent per node and succeeds when b
   CHECK(f.rec.started[1].rank == 1);
   CHECK(f.rec.started[1].workdir == f.home + "/runs/" + id + "/attempt_1/node_1");
   CHECK(f.rec.started[0].token == f.rec.started[1].token);
-  auto principal = f.ws->authenticate(f.rec.started[0].token);
+  auto principal = f.ws->auth().authenticate(f.rec.started[0].token);
   REQUIRE(principal);
   CHECK_FALSE(principal->admin);
   CHECK(principal->run_id == id);
@@ -111,7 +111,7 @@ TEST_CASE("workspace: a 2-node run starts one agent per node and succeeds when b
   CHECK(r.state == "SUCCEEDED");
   CHECK(r.attempts.size() == 1);
   CHECK(r.ended_at_ms == f.clock);
-  CHECK_FALSE(f.ws->authenticate(f.rec.started[0].token));  // the attempt's token was revoked
+  CHECK_FALSE(f.ws->auth().authenticate(f.rec.started[0].token));  // the attempt's token was revoked
   auto spec = f.ws->node_spec(id, 1, 1);
   CHECK(spec.num_nodes == 2);
   CHECK(spec.node_rank == 1);
@@ -257,7 +257,7 @@ TEST_CASE("workspace: after a restart, running agents re-attach by heartbeat, a 
   std::string token = f.rec.started[0].token;
   f.open();  // a new workspace over the same state
   CHECK(f.get(id).state == "RUNNING");
-  REQUIRE(f.ws->authenticate(token));  // node tokens survive the restart
+  REQUIRE(f.ws->auth().authenticate(token));  // node tokens survive the restart
   f.clock += 14'000;
   CHECK(f.report(id, 1, 0, "RUNNING") == "continue");
   f.ws->tick();

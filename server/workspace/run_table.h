@@ -1,0 +1,59 @@
+// The run table: every run the workspace ever had (a workspace keeps them all), the index of those not yet
+// over, and the idempotency keys of submits. One owner: Workspace, under its run lock. "Is it over" has one
+// answer, here: over().
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/wire/api.h"
+#include "core/wire/run_state.h"
+#include "server/store/store.h"
+
+namespace air::server {
+
+// The state a run or attempt record holds (text on the wire and in the store); text we do not know reads as
+// FAILED, so that a record never stays running by mistake.
+RunState state_of(const api::RunInfo& r);
+RunState state_of(const api::AttemptInfo& a);
+// Whether the run or attempt is over: a terminal state (SUCCEEDED, FAILED, CANCELED, TIMED_OUT, PREEMPTED).
+// A run whose attempt was PREEMPTED is not over: it waits for its next attempt.
+bool over(const api::RunInfo& r);
+bool over(const api::AttemptInfo& a);
+
+class RunTable {
+ public:
+  // Adds a run (at submit, or when the workspace loads its store): indexes its idempotency key, and the run
+  // as active unless it is over. Returns the stored record.
+  RunRecord& add(RunRecord r);
+  // The run; throws HttpError 404 "run <id> not found".
+  RunRecord& find(const std::string& id);
+  const RunRecord& find(const std::string& id) const;
+  // The run, or nullptr.
+  RunRecord* get(const std::string& id);
+  const RunRecord* get(const std::string& id) const;
+  bool contains(const std::string& id) const { return runs_.count(id) > 0; }
+  // The run a submit's idempotency key made, or nullptr for a key not used yet.
+  const RunRecord* by_idempotency_key(const std::string& key) const;
+
+  // The runs not yet over, in run id order: what the scheduler's passes walk (walking all 100,000 runs of a
+  // big workspace each tick held the lock ~40 ms: bench/server_load.sh team).
+  std::vector<RunRecord*> active();
+  std::vector<const RunRecord*> active() const;
+  // Drops the runs found over from the active index and returns the others, in run id order. A run leaves
+  // the index here and only here (the tick calls it), so a pass between two ticks still sees every run that
+  // was active when it began (poll_jobs relies on this: active_ids()).
+  std::vector<RunRecord*> prune_active();
+  const std::set<std::string>& active_ids() const { return active_; }
+
+  // Every run, in run id order.
+  const std::map<std::string, RunRecord>& all() const { return runs_; }
+
+ private:
+  std::map<std::string, RunRecord> runs_;
+  std::set<std::string> active_;
+  std::map<std::string, std::string> idempotency_;  // key -> run id
+};
+
+}  // namespace air::server
