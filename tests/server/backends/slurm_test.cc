@@ -12,6 +12,7 @@
 #include "server/backends/command_runner.h"
 #include "server/workspace/config.h"
 #include "server/backends/slurm.h"
+#include "server/backends/slurm_accounts.h"
 
 using namespace air::server;
 
@@ -136,4 +137,19 @@ TEST_CASE("slurm: server.conf gives the backend and Slurm options, bad lines are
   std::ofstream(p) << "backend = slurm\n[slurm]\npartiton = gpu\n";
   CHECK_THROWS_WITH(read_server_config(p), p + ":3: unknown key 'partiton' in [slurm]");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("slurm as root: the job is submitted as the owner's account, whose agents need no --run-as") {
+  air::UnixAccount bob{"air-u-bob", 990, 985};
+  auto opts = owner_job_options(bob);
+  CHECK(opts == std::vector<std::string>{"--uid=air-u-bob", "--gid=985"});
+  AttemptLaunch l = launch();
+  l.run_as = "air-u-bob";
+  l.require_sandbox = true;
+  std::string script = batch_script(l, SlurmOptions{});
+  CHECK(script.find("--run-as") == std::string::npos);
+  CHECK(script.find(" --require-sandbox\n") != std::string::npos);
+  CHECK(script.find(l.token) == std::string::npos);
+  CHECK(slurm_job_accounts_note(true).find("sbatch --uid=air-u-<user>") != std::string::npos);
+  CHECK(slurm_job_accounts_note(false).find("the sandbox on each node is the only wall") != std::string::npos);
 }
