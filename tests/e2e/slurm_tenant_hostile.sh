@@ -44,11 +44,13 @@ if [ "$(id -u)" = 0 ]; then
   # nor the workspace's own files; it may only pass through $AIR_HOME.
   [ "$(stat -c %U:%a "$ALICE_RUN_DIR/attempt_1")" = air-u-alice:700 ] ||
     fail "alice's attempt folder is $(stat -c %U:%a "$ALICE_RUN_DIR/attempt_1")"
+  runuser -u air-u-alice -- ls "$ALICE_RUN_DIR/attempt_1/node_0/code" > /dev/null || fail "air-u-alice cannot list her own run folder"
   runuser -u air-u-bob -- ls "$ALICE_RUN_DIR/attempt_1" > /dev/null 2>&1 && fail "air-u-bob lists alice's run folder"
   runuser -u air-u-bob -- cat "$ALICE_RUN_DIR/attempt_1/node_0/code/train.py" > /dev/null 2>&1 && fail "air-u-bob reads alice's code"
   runuser -u air-u-bob -- ls "$AIR_HOME" > /dev/null 2>&1 && fail "air-u-bob lists \$AIR_HOME"
   runuser -u air-u-bob -- cat "$AIR_HOME/server.json" > /dev/null 2>&1 && fail "air-u-bob reads server.json"
   # An account that is not air's (nobody) cannot even enter $AIR_HOME.
+  runuser -u air-u-bob -- stat "$AIR_HOME/runs" > /dev/null || fail "air-u-bob cannot pass through \$AIR_HOME"
   runuser -u nobody -- stat "$AIR_HOME/runs" > /dev/null 2>&1 && fail "nobody enters \$AIR_HOME"
   # bob's job ran as him, in Slurm's records while it is known.
   u=$(timeout 5 squeue -h --states=all -j "$job_b" -o '%u' 2>/dev/null || true)
@@ -56,4 +58,23 @@ if [ "$(id -u)" = 0 ]; then
 fi
 "$AIR" cancel "$A" > /dev/null
 wait_state "$A" CANCELED 60
+
+# A volume alice shares for writing: what her job makes in it (as air-u-alice, umask 022) bob's job (as
+# air-u-bob, granted WRITE_VOLUME) may write into; the workspace opened the folder before submitting.
+as "$ALICE" fs mkdir dbfs:/Volumes/main/alice/shared > /dev/null
+as "$ALICE" volumes grant main.alice.shared bob READ_VOLUME > /dev/null
+as "$ALICE" volumes grant main.alice.shared bob WRITE_VOLUME > /dev/null
+one_job() {  # one_job TOKEN NAME COMMAND -> the job's log in $E2E_TMP/NAME.log
+  printf 'experiment_name: %s\ncompute:\n  accelerator_type: CPU_1xHOST\n  num_accelerators: 1\ncommand: %s\nmax_retries: 0\n' \
+    "$2" "$3" > "$E2E_TMP/$2.yaml"
+  local id
+  id=$(as "$1" -o json run -f "$E2E_TMP/$2.yaml" | json_get - 'd["run_id"]')
+  wait_state "$id" SUCCEEDED 60
+  as "$1" logs "$id" --no-follow > "$E2E_TMP/$2.log"
+}
+one_job "$ALICE" alice-ckpt "'umask 022; mkdir -p /Volumes/main/alice/shared/ckpt && echo alice > /Volumes/main/alice/shared/ckpt/a.txt && echo made as \$(id -un)'"
+grep -q "made as air-u-alice" "$E2E_TMP/alice-ckpt.log" || [ "$(id -u)" != 0 ] || fail "alice's job: $(cat "$E2E_TMP/alice-ckpt.log")"
+one_job "$BOB" bob-ckpt "'cd /Volumes/main/alice/shared/ckpt && echo bob > b.txt && echo bob >> a.txt && echo WROTE-OK'"
+grep -q "WROTE-OK" "$E2E_TMP/bob-ckpt.log" || fail "bob (WRITE_VOLUME) cannot write into alice's folder: $(cat "$E2E_TMP/bob-ckpt.log")"
+[ "$(cat "$AIR_HOME/volumes/main/alice/shared/ckpt/a.txt")" = "$(printf 'alice\nbob')" ] || fail "her file: $(cat "$AIR_HOME/volumes/main/alice/shared/ckpt/a.txt")"
 echo "slurm_tenant_hostile: ok (jobs $job_a, $job_b)"
