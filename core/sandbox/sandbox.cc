@@ -252,24 +252,27 @@ std::string open_default_acl() {
 
 constexpr const char* kDefaultAcl = "system.posix_acl_default";
 
-void open_folder(const std::string& dir, const std::string& acl) {
+// false: the file system keeps no ACLs (the folder is 0777 all the same).
+bool open_folder(const std::string& dir, const std::string& acl) {
   if (::chmod(dir.c_str(), 0777) != 0) throw Error("cannot open the volume folder " + dir + ": " + std::strerror(errno));
-  if (::setxattr(dir.c_str(), kDefaultAcl, acl.data(), acl.size(), 0) != 0)
-    throw Error("cannot give the volume folder " + dir + " a default ACL: " + std::strerror(errno),
-                "keep volumes on a file system with POSIX ACLs (ext4, xfs, tmpfs; NFS v4 with ACL support)");
+  if (::setxattr(dir.c_str(), kDefaultAcl, acl.data(), acl.size(), 0) == 0) return true;
+  if (errno == ENOTSUP || errno == EOPNOTSUPP) return false;
+  throw Error("cannot give the volume folder " + dir + " a default ACL: " + std::strerror(errno));
 }
 
 }  // namespace
 
-void share_volume_folder(const std::string& dir) {
+std::string share_volume_folder(const std::string& dir) {
   std::string acl = open_default_acl();
   char have[64];
   ssize_t n = ::getxattr(dir.c_str(), kDefaultAcl, have, sizeof have);
   bool had_acl = n == static_cast<ssize_t>(acl.size()) && std::memcmp(have, acl.data(), acl.size()) == 0;
   struct stat st {};
-  if (had_acl && ::stat(dir.c_str(), &st) == 0 && (st.st_mode & 07777) == 0777) return;  // the usual case
-  open_folder(dir, acl);
-  if (had_acl) return;
+  if (had_acl && ::stat(dir.c_str(), &st) == 0 && (st.st_mode & 07777) == 0777) return "";  // the usual case
+  if (!open_folder(dir, acl))
+    return "volumes: " + dir + " keeps no POSIX ACLs (its file system has none): what one account's run makes "
+           "inside follows that run's umask, so a user with WRITE_VOLUME may not write into it";
+  if (had_acl) return "";
   // The first time: what earlier runs and uploads made inside (folders 0755, files 0644 under their makers'
   // umask) is opened too; links are left alone.
   std::error_code ec;
@@ -285,6 +288,7 @@ void share_volume_folder(const std::string& dir) {
                       fs::perm_options::add, ec);
     }
   }
+  return "";
 }
 
 std::string volumes_fallback_notice(const std::string& why, const std::string& storage) {

@@ -67,8 +67,9 @@ UnixAccount ensure_unix_account(const std::string& name);
 // 0777, new files 0666 whatever the creating process's umask) and a user with WRITE_VOLUME can write into a
 // subfolder another account's run made. Who reaches the folder at all is the mounts' and the parent
 // folders' business (docs/security.md). The first time (no default ACL yet) the folders and files already
-// inside are opened the same way. Throws air::Error where the file system keeps no ACLs.
-void share_volume_folder(const std::string& dir);
+// inside are opened the same way. Where the file system keeps no ACLs the folder is only made 0777 and the
+// answer says so (for the node log); "" when shared. Throws air::Error when the folder cannot be changed.
+std::string share_volume_folder(const std::string& dir);
 
 // The fallback's message for /Volumes, said once at submit and in the node log.
 std::string volumes_fallback_notice(const std::string& why, const std::string& storage);

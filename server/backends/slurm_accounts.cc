@@ -108,7 +108,7 @@ UnixAccount prepare_owner_job(const AttemptLaunch& l) {
       if (ro)
         fs::permissions(dir, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add, ec);
       else
-        share_volume_folder(dir);
+        share_volume_folder(dir);  // without ACLs: 0777 alone (docs/security.md says what that leaves)
     }
   }
   return a;

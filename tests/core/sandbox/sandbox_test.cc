@@ -12,8 +12,6 @@
 #include <fstream>
 #include <string>
 
-#include "core/base/error.h"
-
 using namespace air;
 namespace fs = std::filesystem;
 
@@ -165,10 +163,9 @@ TEST_CASE("share_volume_folder: a volume's folders and files are every writer's,
   fs::permissions(dir / "old", fs::perms::owner_all);
   std::ofstream(dir / "old" / "f") << "x";
   fs::permissions(dir / "old" / "f", fs::perms::owner_read | fs::perms::owner_write);
-  try {
-    share_volume_folder(dir.string());
-  } catch (const air::Error& e) {
-    WARN("no POSIX ACLs on " << dir << ": " << e.what());
+  if (std::string why = share_volume_folder(dir.string()); !why.empty()) {
+    WARN(why);  // this file system keeps no ACLs: nothing more to check
+    CHECK(static_cast<int>(fs::status(dir).permissions() & fs::perms::all) == 0777);
     fs::remove_all(dir);
     return;
   }
@@ -186,7 +183,7 @@ TEST_CASE("share_volume_folder: a volume's folders and files are every writer's,
   CHECK(mode(dir / "new" / "sub" / "g") == 0666);
   // Later calls leave what the owner chose below alone (the usual case: one getxattr).
   fs::permissions(dir / "new" / "sub" / "g", fs::perms::owner_read | fs::perms::owner_write);
-  share_volume_folder(dir.string());
+  CHECK(share_volume_folder(dir.string()).empty());
   CHECK(mode(dir / "new" / "sub" / "g") == 0600);
   fs::remove_all(dir);
 }
