@@ -58,24 +58,29 @@ void set_owner_mode(const std::string& path, uid_t uid, gid_t gid, mode_t mode) 
     throw Error(fmt::format("cannot set the owner and mode of {}: {}", path, std::strerror(errno)));
 }
 
-// Every folder above `dir` must let `a` (in group `jobs`) through, or its job cannot reach its run folder.
 void check_searchable_above(const std::string& dir, const UnixAccount& a, gid_t jobs) {
+  if (auto why = folder_closed_above(dir, a, jobs); !why.empty())
+    throw Error(why, "let every account search that folder (chmod o+x), or move the folder below folders "
+                     "that others may search");
+}
+
+}  // namespace
+
+std::string folder_closed_above(const std::string& dir, const UnixAccount& a, gid_t jobs) {
   for (auto p = fs::path(dir).parent_path(); !p.empty(); p = p.parent_path()) {
     struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) throw Error(fmt::format("cannot read {}: {}", p.string(), std::strerror(errno)));
+    if (::stat(p.c_str(), &st) != 0) return fmt::format("cannot read {}: {}", p.string(), std::strerror(errno));
+    // The kernel's order: the owner's bits for its owner, the group's for a member, else the others'.
     bool ok = st.st_uid == a.uid ? (st.st_mode & S_IXUSR)
               : (st.st_gid == a.gid || st.st_gid == jobs) ? (st.st_mode & S_IXGRP)
                                                           : (st.st_mode & S_IXOTH);
     if (!ok)
-      throw Error(fmt::format("the Slurm job of this run runs as {}, which cannot enter {} (mode {:04o}), a folder "
-                              "above the workspace's home {}", a.name, p.string(), st.st_mode & 07777, dir),
-                  fmt::format("let every account search it (chmod o+x {}), or move --home below folders that "
-                              "others may search", p.string()));
+      return fmt::format("the Slurm job of this run runs as {}, which cannot enter {} (mode {:04o}), a folder above {}",
+                         a.name, p.string(), st.st_mode & 07777, dir);
     if (p == p.root_path()) break;
   }
+  return "";
 }
-
-}  // namespace
 
 UnixAccount prepare_owner_job(const AttemptLaunch& l) {
   UnixAccount a = ensure_unix_account(l.run_as);

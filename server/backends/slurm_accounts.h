@@ -25,6 +25,10 @@ inline constexpr const char* kJobsGroup = "air-runs";
 // Returns the account.
 UnixAccount prepare_owner_job(const AttemptLaunch& l);
 
+// "" when `a` (whose groups are its own and kJobsGroup's id `jobs`) may search every folder above `dir`,
+// else which folder stops it (the submission's error).
+std::string folder_closed_above(const std::string& dir, const UnixAccount& a, gid_t jobs);
+
 // What `air server` and `air server status` say about whose account a Slurm job runs as: the owner's
 // (root workspace) or this workspace's, where the run sandbox is then the only wall between users.
 std::string slurm_job_accounts_note(bool root);

@@ -153,3 +153,24 @@ TEST_CASE("slurm as root: the job is submitted as the owner's account, whose age
   CHECK(slurm_job_accounts_note(true).find("sbatch --uid=air-u-<user>") != std::string::npos);
   CHECK(slurm_job_accounts_note(false).find("the sandbox on each node is the only wall") != std::string::npos);
 }
+
+TEST_CASE("slurm as root: a folder above the home that the owner's account cannot enter is named") {
+  namespace fs = std::filesystem;
+  fs::path top = fs::temp_directory_path() / ("air-closed-" + std::to_string(::getpid()));
+  fs::create_directories(top / "home" / "runs");
+  air::UnixAccount bob{"air-u-bob", 54321, 54321};
+  gid_t jobs = 54320;
+  fs::permissions(top, fs::perms::owner_all);  // 0700, root's (or the tester's)
+  std::string why = folder_closed_above((top / "home").string(), bob, jobs);
+  CHECK(why.find("runs as air-u-bob, which cannot enter " + top.string() + " (mode 0700)") != std::string::npos);
+  fs::permissions(top, fs::perms::owner_all | fs::perms::others_exec);  // 0701: search, no listing
+  CHECK(folder_closed_above((top / "home").string(), bob, jobs).empty());
+  // A group's bits are what count for a member of that group (here, by its primary group id).
+  air::UnixAccount member{"air-u-m", 54322, ::getegid()};
+  fs::permissions(top, fs::perms::owner_all | fs::perms::others_exec);
+  CHECK_FALSE(folder_closed_above((top / "home").string(), member, jobs).empty());  // group bits: none
+  fs::permissions(top, fs::perms::owner_all | fs::perms::group_exec);
+  CHECK(folder_closed_above((top / "home").string(), member, jobs).empty());
+  fs::permissions(top, fs::perms::owner_all);
+  fs::remove_all(top);
+}
