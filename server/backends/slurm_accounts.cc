@@ -97,11 +97,11 @@ UnixAccount prepare_owner_job(const AttemptLaunch& l) {
   if (!l.volumes.empty()) {
     fs::create_directories(l.volumes_root, ec);
     if (ec) throw Error(fmt::format("cannot create the volume storage {}: {}", l.volumes_root, ec.message()));
-    // Outside $AIR_HOME the storage needs its own gate (inside, the home's holds).
-    if (!path_is_under(fs::path(l.volumes_root).lexically_normal().string(), home.lexically_normal().string())) {
+    // Outside $AIR_HOME the folders above the storage must let the account through too; the storage root
+    // itself (0700 as the workspace makes it) opens to the group only.
+    if (!path_is_under(fs::path(l.volumes_root).lexically_normal().string(), home.lexically_normal().string()))
       check_searchable_above(l.volumes_root, a, jobs);
-      set_owner_mode(l.volumes_root, 0, jobs, 0710);
-    }
+    set_owner_mode(l.volumes_root, 0, jobs, 0710);
     for (const auto& v : l.volumes) {
       std::string dir = (fs::path(l.volumes_root) / v).string();
       fs::create_directories(dir, ec);

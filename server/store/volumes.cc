@@ -61,7 +61,10 @@ bool VolumeStore::is_temp_name(const std::string& name) {
 int VolumeStore::open_dir(const VolumePath& p, bool create) const {
   if (create) {
     std::error_code ec;
-    fs::create_directories(root_, ec);
+    // The storage root is the workspace's alone (0700): runs reach a volume through their mounts only, so
+    // the volumes' own open modes (share_volume_folder) open nothing to the machine's other accounts. A
+    // Slurm workspace running as root lets its jobs' accounts through (server/backends/slurm_accounts.h).
+    if (fs::create_directories(root_, ec)) ::chmod(root_.c_str(), 0700);
   }
   int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
