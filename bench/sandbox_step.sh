@@ -48,7 +48,7 @@ one_run() {  # one_run on|off -> appends "MODE median_step_s wall_s" to $tmp/res
   else "$AIR" server --port 0 > "$tmp/server.out" 2>&1 & fi
   server_pid=$!
   local said="every run's commands in a sandbox"; [ "$mode" = off ] && said="isolation: NONE"
-  for _ in $(seq 200); do grep -q "$said" "$tmp/server.out" && break; sleep 0.1; done
+  for _ in $(seq 200); do grep -qs "$said" "$tmp/server.out" && break; sleep 0.1; done
   grep -q "$said" "$tmp/server.out" || { cat "$tmp/server.out"; exit 1; }
   export AIR_HOST=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$AIR_HOME/server.json")
   export AIR_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$AIR_HOME/server.json")
