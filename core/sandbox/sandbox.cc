@@ -1,12 +1,14 @@
 // bubblewrap argv for the run sandbox, the probe that tells whether it works here, and the owners' accounts.
 #include "core/sandbox/sandbox.h"
 
+#include <endian.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <pwd.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -161,6 +163,10 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& s) {
   parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
   for (const auto& p : parents) a.insert(a.end(), {"--perms", "0755", "--dir", p});
   for (const auto& m : mounts) a.insert(a.end(), {m[0], m[1], m[2]});
+  // The sandbox's own root (the bare folders above its mounts) read-only: in a user namespace its owner
+  // is the command's account, which could otherwise make files at any path outside its mounts (they would
+  // vanish with it, but a command must not seem to write where nothing is shared).
+  a.insert(a.end(), {"--remount-ro", "/"});
   if (!s.cwd.empty()) a.insert(a.end(), {"--chdir", s.cwd});
   a.push_back("--");
   if (s.run_as) {
@@ -225,6 +231,64 @@ UnixAccount ensure_unix_account(const std::string& name) {
                 "the workspace runs as root so that each user's commands run as their own account");
   if (a.uid == 0) throw Error("the unix account '" + name + "' is root: refusing to run a command as it");
   return a;
+}
+
+namespace {
+
+// A minimal POSIX ACL (owner, group and others rwx) in the kernel's xattr form (linux/posix_acl_xattr.h:
+// a little-endian version word, then tag/perm/id entries sorted by tag).
+std::string open_default_acl() {
+  auto le16 = [](std::string& s, uint16_t v) { v = htole16(v); s.append(reinterpret_cast<const char*>(&v), 2); };
+  auto le32 = [](std::string& s, uint32_t v) { v = htole32(v); s.append(reinterpret_cast<const char*>(&v), 4); };
+  std::string acl;
+  le32(acl, 2);                                       // POSIX_ACL_XATTR_VERSION
+  for (uint16_t tag : {0x01, 0x04, 0x20}) {           // ACL_USER_OBJ, ACL_GROUP_OBJ, ACL_OTHER
+    le16(acl, tag);
+    le16(acl, 7);                                     // rwx
+    le32(acl, 0xffffffffu);                           // ACL_UNDEFINED_ID
+  }
+  return acl;
+}
+
+constexpr const char* kDefaultAcl = "system.posix_acl_default";
+
+// false: the file system keeps no ACLs (the folder is 0777 all the same).
+bool open_folder(const std::string& dir, const std::string& acl) {
+  if (::chmod(dir.c_str(), 0777) != 0) throw Error("cannot open the volume folder " + dir + ": " + std::strerror(errno));
+  if (::setxattr(dir.c_str(), kDefaultAcl, acl.data(), acl.size(), 0) == 0) return true;
+  if (errno == ENOTSUP || errno == EOPNOTSUPP) return false;
+  throw Error("cannot give the volume folder " + dir + " a default ACL: " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::string share_volume_folder(const std::string& dir) {
+  std::string acl = open_default_acl();
+  char have[64];
+  ssize_t n = ::getxattr(dir.c_str(), kDefaultAcl, have, sizeof have);
+  bool had_acl = n == static_cast<ssize_t>(acl.size()) && std::memcmp(have, acl.data(), acl.size()) == 0;
+  struct stat st {};
+  if (had_acl && ::stat(dir.c_str(), &st) == 0 && (st.st_mode & 07777) == 0777) return "";  // the usual case
+  if (!open_folder(dir, acl))
+    return "volumes: " + dir + " keeps no POSIX ACLs (its file system has none): what one account's run makes "
+           "inside follows that run's umask, so a user with WRITE_VOLUME may not write into it";
+  if (had_acl) return "";
+  // The first time: what earlier runs and uploads made inside (folders 0755, files 0644 under their makers'
+  // umask) is opened too; links are left alone.
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    auto kind = it->symlink_status(ec);
+    if (ec) break;
+    if (fs::is_directory(kind)) {
+      open_folder(it->path().string(), acl);
+    } else if (fs::is_regular_file(kind)) {
+      fs::permissions(it->path(), fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write |
+                                      fs::perms::others_read | fs::perms::others_write | fs::perms::owner_read,
+                      fs::perm_options::add, ec);
+    }
+  }
+  return "";
 }
 
 std::string volumes_fallback_notice(const std::string& why, const std::string& storage) {

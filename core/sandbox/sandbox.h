@@ -61,6 +61,16 @@ std::string owner_unix_account_name(const std::string& owner);
 // shell) when it is one of air's own "air-u-*" accounts and missing. Throws air::Error saying why not.
 UnixAccount ensure_unix_account(const std::string& name);
 
+// Makes a volume's host folder shared by every account whose runs mount it read-write (a root workspace:
+// each owner's commands run as their own account): the folder 0777 with a default POSIX ACL of rwx for
+// owner, group and others, so that what any run or the Files API makes inside inherits it (new folders
+// 0777, new files 0666 whatever the creating process's umask) and a user with WRITE_VOLUME can write into a
+// subfolder another account's run made. Who reaches the folder at all is the mounts' and the parent
+// folders' business (docs/security.md). The first time (no default ACL yet) the folders and files already
+// inside are opened the same way. Where the file system keeps no ACLs the folder is only made 0777 and the
+// answer says so (for the node log); "" when shared. Throws air::Error when the folder cannot be changed.
+std::string share_volume_folder(const std::string& dir);
+
 // The fallback's message for /Volumes, said once at submit and in the node log.
 std::string volumes_fallback_notice(const std::string& why, const std::string& storage);
 

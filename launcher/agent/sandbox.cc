@@ -81,7 +81,7 @@ SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& 
     if (have_volumes)
       for (const auto& v : spec.volumes)
         if (std::find(spec.read_only_volumes.begin(), spec.read_only_volumes.end(), v) == spec.read_only_volumes.end())
-          fs::permissions(fs::path(spec.volumes_root) / v, fs::perms::all, ec);
+          if (auto why = share_volume_folder((fs::path(spec.volumes_root) / v).string()); !why.empty()) log.info(why);
     overlay_env(env, {{"USER", out.account.name}, {"LOGNAME", out.account.name}});
   }
   const bool as_other = !out.account.name.empty();

@@ -37,9 +37,13 @@ struct AttemptLaunch {
   std::optional<int> timeout_minutes;
   std::string pool;            // compute.pool_id ("" for the default pool); Slurm: a partition
   std::string priority_class;  // BEST_EFFORT | NORMAL | CRITICAL; Slurm: a QOS or --nice
-  std::string run_as;          // root workspace: the owner's unix account (Slurm: the job's --uid)
+  std::string run_as;          // root workspace: the owner's unix account (local: the agents' --run-as; Slurm: the job's --uid)
   bool require_sandbox = false;
   bool sandbox_checked = false;  // local backend: the sandbox was built on this machine at start
+  // The volumes the nodes mount (as in the node spec): a Slurm job run as its owner's account gets their
+  // host folders made and opened to it before submission (slurm_accounts.h).
+  std::string volumes_root;
+  std::vector<std::string> volumes, read_only_volumes;
 };
 
 struct AttemptLaunchResult {

@@ -4,14 +4,17 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <fstream>
 #include <sstream>
 
 #include "core/base/error.h"
 #include "server/backends/command_runner.h"
+#include "server/backends/slurm_accounts.h"
 
 namespace air::server {
 
@@ -45,13 +48,11 @@ std::vector<std::string> sbatch_argv(const AttemptLaunch& l, const SlurmOptions&
   return a;
 }
 
-// The run sandbox's settings for each node's agent (docs/security.md, "Threat model"): the owner's unix
-// account where the job runs as root, and whether a node without a sandbox must refuse the command.
+// The run sandbox's settings for each node's agent (docs/security.md, "Threat model"): whether a node
+// without a sandbox must refuse the command. A root workspace submits the job as the owner's account
+// (sbatch --uid), so the agents already run as it: no --run-as.
 static std::string sandbox_flags(const AttemptLaunch& l) {
-  std::string out;
-  if (!l.run_as.empty()) out += " --run-as " + shell_quote(l.run_as);
-  if (l.require_sandbox) out += " --require-sandbox";
-  return out;
+  return l.require_sandbox ? " --require-sandbox" : "";
 }
 
 std::string batch_script(const AttemptLaunch& l, const SlurmOptions& o) {
@@ -70,6 +71,9 @@ std::string batch_script(const AttemptLaunch& l, const SlurmOptions& o) {
 
 AttemptLaunchResult SlurmBackend::launch_attempt(const AttemptLaunch& l) {
   fs::create_directories(l.attempt_dir);
+  // A root workspace: the job is the owner's (its account, its folders), so Slurm accounts it to them.
+  std::optional<UnixAccount> owner;
+  if (!l.run_as.empty() && ::geteuid() == 0) owner = prepare_owner_job(l);
   std::string script = l.attempt_dir + "/slurm_job.sh";
   {
     std::ofstream f(script, std::ios::trunc);
@@ -78,7 +82,12 @@ AttemptLaunchResult SlurmBackend::launch_attempt(const AttemptLaunch& l) {
   }
   ::chmod(script.c_str(), 0755);
   // Only the node token reaches the job; the workspace's own credentials are not exported to it.
-  CommandResult r = run_command(sbatch_argv(l, opts_, script), opts_.submit_timeout,
+  std::vector<std::string> argv = sbatch_argv(l, opts_, script);
+  if (owner) {
+    auto as_owner = owner_job_options(*owner);
+    argv.insert(argv.end() - 1, as_owner.begin(), as_owner.end());  // before the script
+  }
+  CommandResult r = run_command(argv, opts_.submit_timeout,
                                 {"AIR_NODE_TOKEN=" + l.token, "AIR_TOKEN", "DATABRICKS_TOKEN"});
   if (r.timed_out || r.exit_code != 0)
     throw Error("cannot submit to Slurm: " + describe_failure("sbatch", r, opts_.submit_timeout));

@@ -61,7 +61,10 @@ bool VolumeStore::is_temp_name(const std::string& name) {
 int VolumeStore::open_dir(const VolumePath& p, bool create) const {
   if (create) {
     std::error_code ec;
-    fs::create_directories(root_, ec);
+    // The storage root is the workspace's alone (0700): runs reach a volume through their mounts only, so
+    // the volumes' own open modes (share_volume_folder) open nothing to the machine's other accounts. A
+    // Slurm workspace running as root lets its jobs' accounts through (server/backends/slurm_accounts.h).
+    if (fs::create_directories(root_, ec)) ::chmod(root_.c_str(), 0700);
   }
   int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
@@ -74,7 +77,9 @@ int VolumeStore::open_dir(const VolumePath& p, bool create) const {
     seen.parts.push_back(part);
     int next = ::openat(cur.fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0 && errno == ENOENT && create) {
-      if (::mkdirat(cur.fd, part.c_str(), 0775) != 0 && errno != EEXIST) io_error("create", seen, errno);
+      // 0777 and 0666 below: the umask, or a volume's default ACL (share_volume_folder: every account whose
+      // runs write the volume may write what an upload made), decides.
+      if (::mkdirat(cur.fd, part.c_str(), 0777) != 0 && errno != EEXIST) io_error("create", seen, errno);
       next = ::openat(cur.fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (next < 0) {
@@ -236,7 +241,7 @@ std::unique_ptr<VolumeStore::Writer> VolumeStore::begin_write(const VolumePath& 
 
 VolumeStore::Writer::Writer(int dir_fd, std::string name, std::string temp, bool overwrite, std::string shown)
     : dir_fd_(dir_fd), name_(std::move(name)), temp_(std::move(temp)), shown_(std::move(shown)), overwrite_(overwrite) {
-  fd_ = ::openat(dir_fd_, temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  fd_ = ::openat(dir_fd_, temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     int err = errno;
     ::close(dir_fd_);

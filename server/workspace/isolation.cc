@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sandbox/sandbox.h"
+#include "server/backends/slurm_accounts.h"
 
 namespace air::server {
 
@@ -42,6 +43,7 @@ std::string describe_isolation(const Isolation& iso) {
                : "isolation: only the workspace admin's runs start while it has other users; install bubblewrap, "
                  "or restart with --single-trust-domain if all users trust each other\n";
   } else {
+    if (iso.backend == "slurm") accounts = slurm_job_accounts_note(iso.per_owner_accounts);  // issue 40
     out = "isolation: " + iso.backend + " backend: each node builds the run sandbox itself (bubblewrap)" + accounts +
           (iso.single_trust_domain ? "; --single-trust-domain: a node without one runs the command anyway\n"
                                    : "; a node that cannot build one refuses another user's run\n");

@@ -251,6 +251,11 @@ bool Workspace::start_attempt(RunRecord& r) {
   l.sandbox_checked = opts_.isolation.probed && opts_.isolation.sandbox;
   l.require_sandbox = needs_separation(opts_.isolation, r.info.user, identity_->bootstrap_admin(), identity_->users().size());
   l.priority_class = r.info.priority_class;
+  {  // The volumes the nodes will mount: Slurm makes their folders reachable by the owner's job (issue 40).
+    api::NodeSpec v;
+    node_volumes(r.info.user, r.spec_json, v);
+    l.volumes_root = volumes_.root(), l.volumes = v.volumes, l.read_only_volumes = v.read_only_volumes;
+  }
   for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
   if (backend_->batch()) {
     // A batch client may take seconds, or hang with its controller: submitted from the tick, unlocked.

@@ -3,6 +3,7 @@
 #include "core/sandbox/sandbox.h"
 
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +65,9 @@ TEST_CASE("sandbox argv: system read-only, own pid namespace and /proc, private 
   CHECK(has(a, "--ro-bind /work/air/build/bin /work/air/build/bin"));
   // The folders above a mount point are made 0755 before it (bwrap would make them 0700).
   CHECK(has(a, "--perms 0755 --dir /srv --perms 0755 --dir /srv/air --perms 0755 --dir /srv/air/runs"));
-  CHECK(has(a, "--chdir /srv/air/runs/r1/attempt_1/node_0/code --"));
+  // The sandbox's own root is read-only once everything is mounted (the mounts keep their own modes).
+  CHECK(has(a, "--bind /srv/air/runs/r1/attempt_1/node_0 /srv/air/runs/r1/attempt_1/node_0 --remount-ro / "
+               "--chdir /srv/air/runs/r1/attempt_1/node_0/code --"));
   // /srv is no system folder: the hidden home needs no tmpfs over it.
   CHECK_FALSE(has(a, "--tmpfs /srv/air"));
 }
@@ -150,4 +153,37 @@ TEST_CASE("a command in the sandbox sees only its own processes and folders, and
   CHECK(procs >= 1);
   CHECK(procs <= 5);
   fs::remove_all(tmp);
+}
+
+TEST_CASE("share_volume_folder: a volume's folders and files are every writer's, what is made inside too") {
+  fs::path dir = fs::temp_directory_path() / ("air-share-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "old");
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  fs::permissions(dir / "old", fs::perms::owner_all);
+  std::ofstream(dir / "old" / "f") << "x";
+  fs::permissions(dir / "old" / "f", fs::perms::owner_read | fs::perms::owner_write);
+  if (std::string why = share_volume_folder(dir.string()); !why.empty()) {
+    WARN(why);  // this file system keeps no ACLs: nothing more to check
+    CHECK(static_cast<int>(fs::status(dir).permissions() & fs::perms::all) == 0777);
+    fs::remove_all(dir);
+    return;
+  }
+  auto mode = [](const fs::path& p) { return static_cast<int>(fs::status(p).permissions() & fs::perms::all); };
+  CHECK(mode(dir) == 0777);
+  CHECK(mode(dir / "old") == 0777);                        // what was there is opened the first time
+  CHECK(mode(dir / "old" / "f") == 0666);
+  // What any process makes inside later inherits the default ACL, whatever its umask.
+  mode_t old_mask = ::umask(077);
+  fs::create_directories(dir / "new" / "sub");
+  std::ofstream(dir / "new" / "sub" / "g") << "y";
+  ::umask(old_mask);
+  CHECK(mode(dir / "new") == 0777);
+  CHECK(mode(dir / "new" / "sub") == 0777);
+  CHECK(mode(dir / "new" / "sub" / "g") == 0666);
+  // Later calls leave what the owner chose below alone (the usual case: one getxattr).
+  fs::permissions(dir / "new" / "sub" / "g", fs::perms::owner_read | fs::perms::owner_write);
+  CHECK(share_volume_folder(dir.string()).empty());
+  CHECK(mode(dir / "new" / "sub" / "g") == 0600);
+  fs::remove_all(dir);
 }

@@ -11,9 +11,13 @@ slurm_cleanup() {
   local rc=$?
   set +e
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    "$AIR" cancel --all -y >/dev/null 2>&1
+    # Every user's runs (the admin's token sees them all with --all-users), so that no job outlives the test.
+    local ids
+    ids=$("$AIR" -o json list --all-users 2>/dev/null | python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)
+    # shellcheck disable=SC2086
+    [ -n "$ids" ] && "$AIR" cancel $ids >/dev/null 2>&1
     for _ in $(seq 1 100); do
-      [ "$("$AIR" -o json list 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)" = 0 ] && break
+      [ "$("$AIR" -o json list --all-users 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["runs"]))' 2>/dev/null)" = 0 ] && break
       sleep 0.1
     done
     kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
@@ -38,6 +42,10 @@ up=$?
 set -e
 if [ $up -eq 125 ]; then echo "skip: $(tail -n 1 "$E2E_TMP/cluster-up.out")"; exit 125; fi
 [ $up -eq 0 ] || { cat "$E2E_TMP/cluster-up.out"; fail "the Slurm test cluster did not come up"; }
+
+# As root the workspace submits each job as its owner's account (air-u-<user>, sbatch --uid), which must
+# be able to enter the folders above $AIR_HOME: mktemp made E2E_TMP 0700.
+chmod 0711 "$E2E_TMP"
 
 # The workspace on the bridge; the nodes reach it at 10.213.0.1 (127.0.0.1 inside a namespace is its own).
 "$AIR" server --home "$AIR_HOME" --backend slurm --host 10.213.0.1 --port 0 \

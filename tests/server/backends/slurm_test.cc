@@ -12,6 +12,7 @@
 #include "server/backends/command_runner.h"
 #include "server/workspace/config.h"
 #include "server/backends/slurm.h"
+#include "server/backends/slurm_accounts.h"
 
 using namespace air::server;
 
@@ -136,4 +137,40 @@ TEST_CASE("slurm: server.conf gives the backend and Slurm options, bad lines are
   std::ofstream(p) << "backend = slurm\n[slurm]\npartiton = gpu\n";
   CHECK_THROWS_WITH(read_server_config(p), p + ":3: unknown key 'partiton' in [slurm]");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("slurm as root: the job is submitted as the owner's account, whose agents need no --run-as") {
+  air::UnixAccount bob{"air-u-bob", 990, 985};
+  auto opts = owner_job_options(bob);
+  CHECK(opts == std::vector<std::string>{"--uid=air-u-bob", "--gid=985"});
+  AttemptLaunch l = launch();
+  l.run_as = "air-u-bob";
+  l.require_sandbox = true;
+  std::string script = batch_script(l, SlurmOptions{});
+  CHECK(script.find("--run-as") == std::string::npos);
+  CHECK(script.find(" --require-sandbox\n") != std::string::npos);
+  CHECK(script.find(l.token) == std::string::npos);
+  CHECK(slurm_job_accounts_note(true).find("sbatch --uid=air-u-<user>") != std::string::npos);
+  CHECK(slurm_job_accounts_note(false).find("the sandbox on each node is the only wall") != std::string::npos);
+}
+
+TEST_CASE("slurm as root: a folder above the home that the owner's account cannot enter is named") {
+  namespace fs = std::filesystem;
+  fs::path top = fs::temp_directory_path() / ("air-closed-" + std::to_string(::getpid()));
+  fs::create_directories(top / "home" / "runs");
+  air::UnixAccount bob{"air-u-bob", 54321, 54321};
+  gid_t jobs = 54320;
+  fs::permissions(top, fs::perms::owner_all);  // 0700, root's (or the tester's)
+  std::string why = folder_closed_above((top / "home").string(), bob, jobs);
+  CHECK(why.find("runs as air-u-bob, which cannot enter " + top.string() + " (mode 0700)") != std::string::npos);
+  fs::permissions(top, fs::perms::owner_all | fs::perms::others_exec);  // 0701: search, no listing
+  CHECK(folder_closed_above((top / "home").string(), bob, jobs).empty());
+  // A group's bits are what count for a member of that group (here, by its primary group id).
+  air::UnixAccount member{"air-u-m", 54322, ::getegid()};
+  fs::permissions(top, fs::perms::owner_all | fs::perms::others_exec);
+  CHECK_FALSE(folder_closed_above((top / "home").string(), member, jobs).empty());  // group bits: none
+  fs::permissions(top, fs::perms::owner_all | fs::perms::group_exec);
+  CHECK(folder_closed_above((top / "home").string(), member, jobs).empty());
+  fs::permissions(top, fs::perms::owner_all);
+  fs::remove_all(top);
 }
