@@ -77,7 +77,10 @@ std::string render_plan_text(const PlanInput& in) {
   out += fmt::format("timeout        {}\n", w.timeout_minutes ? fmt::format("{} minutes", *w.timeout_minutes)
                                                                : std::string("none"));
   if (w.stall_timeout_minutes)
-    out += fmt::format("stall timeout  {} minutes without a log line fails the attempt\n", *w.stall_timeout_minutes);
+    out += *w.stall_timeout_minutes > 0
+               ? fmt::format("stall timeout  {} minutes without a log line or a busy GPU fails the attempt\n",
+                             *w.stall_timeout_minutes)
+               : std::string("stall timeout  off\n");
   if (!w.mlflow_run_name.empty())
     out += fmt::format("mlflow run     {} (a retry: {}-attempt-<k>)\n", w.mlflow_run_name, w.mlflow_run_name);
   if (!w.mlflow_experiment_directory.empty())

@@ -395,6 +395,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   i.max_retries = w.max_retries;
   i.timeout_minutes = w.timeout_minutes;
   i.stall_timeout_minutes = w.stall_timeout_minutes;
+  i.straggler_minutes = w.straggler_minutes;
   i.submitted_at_ms = now();
   i.snapshot_digest = req.snapshot_digest;
   i.snapshot_bytes = snapshot_bytes;
@@ -414,6 +415,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
                      {"dependencies", w.environment.dependencies},
                      {"environment_version", w.environment.version.value_or("")},
                      {"mlflow_run_name", w.mlflow_run_name},
+                     {"system_metrics_interval_s", w.system_metrics_interval},
+                     {"step_pattern", w.step_pattern},
                      {"snapshot_path", snapshot_path}}
                     .dump();
   if (!key.empty()) idempotency_[key] = i.run_id;
@@ -530,6 +533,8 @@ api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node)
     s.secrets.push_back({x.value("name", ""), x.value("scope", ""), x.value("key", "")});
   s.dependencies = t.value("dependencies", std::vector<std::string>{});
   s.environment_version = t.value("environment_version", "");
+  s.system_metrics_interval_s = t.value("system_metrics_interval_s", 10.0);
+  s.step_pattern = t.value("step_pattern", "");
   for (const auto& a : r.info.attempts)
     if (a.number == attempt) s.mlflow_run_id = a.mlflow_run_id;
   s.volumes_root = volumes_.root();

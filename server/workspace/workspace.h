@@ -16,6 +16,7 @@
 
 #include "core/wire/api.h"
 #include "server/backends/backend.h"
+#include "server/health/run_health.h"
 #include "server/scheduler/policy.h"
 #include "server/store/blobs.h"
 #include "server/store/identity.h"
@@ -248,6 +249,7 @@ class Workspace {
   std::map<std::string, std::string> idempotency_;  // key -> run id
   std::map<std::string, Principal> tokens_;         // sha256 hex -> who
   std::map<std::tuple<std::string, int, int>, NodeRuntime> runtime_;
+  health::HealthBook health_;  // GPU readings, steps and alerts of running nodes (server/health/run_health.h)
   std::vector<Lingering> lingering_;
   std::set<int> gpus_in_use_;
   std::map<std::string, std::pair<int, int>> pool_gpus_;  // pool -> (first GPU index, count); local backend
