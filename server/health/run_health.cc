@@ -16,8 +16,6 @@ void HealthBook::heartbeat(const std::string& run_id, int attempt, int node, con
   if (r.step) a.steps.observe(node, *r.step, now_ms);
 }
 
-void HealthBook::forget(const std::string& run_id, int attempt) { attempts_.erase({run_id, attempt}); }
-
 namespace {
 
 // The run's active alert of this kind for this node, or null.
@@ -58,6 +56,12 @@ bool set_alert(api::RunInfo& info, int attempt, int node, const std::string& kin
 
 }  // namespace
 
+void HealthBook::forget(api::RunInfo& info, int attempt) {
+  attempts_.erase({info.run_id, attempt});
+  for (auto& x : info.alerts)
+    if (x.attempt == attempt) x.active = false;
+}
+
 WatchResult HealthBook::watch(api::RunInfo& info, const api::AttemptInfo& a, const std::vector<int64_t>& last_output_ms,
                               int64_t now_ms, int64_t minute_ms) {
   WatchResult out;
@@ -76,7 +80,9 @@ WatchResult HealthBook::watch(api::RunInfo& info, const api::AttemptInfo& a, con
                      n.rank < static_cast<int>(last_output_ms.size()) ? last_output_ms[n.rank] : 0, node.gpu_count,
                      node.gpu_busy_ms};
     StallFinding f = judge_stall(act, policy, now_ms);
-    out.changed |= set_alert(info, a.number, n.rank, "stall", f.verdict == Verdict::kQuiet ? "" : f.message, now_ms);
+    // A stalled node keeps its alert's words (the reason of the attempt's end says the rest).
+    if (!(f.verdict == Verdict::kStalled && active_alert(info, a.number, n.rank, "stall")))
+      out.changed |= set_alert(info, a.number, n.rank, "stall", f.verdict == Verdict::kQuiet ? "" : f.message, now_ms);
     if (f.verdict == Verdict::kStalled && !out.stalled) out.stalled = f;
   }
   const double straggler = info.straggler_minutes.value_or(kDefaultStragglerMinutes);

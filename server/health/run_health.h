@@ -29,8 +29,8 @@ class HealthBook {
   // first stalled node. minute_ms: how long a minute lasts (e2e tests shorten it).
   WatchResult watch(api::RunInfo& info, const api::AttemptInfo& a, const std::vector<int64_t>& last_output_ms,
                     int64_t now_ms, int64_t minute_ms);
-  // Forgets an attempt (it ended).
-  void forget(const std::string& run_id, int attempt);
+  // Forgets an attempt (it ended); its alerts stay on the run, no longer active.
+  void forget(api::RunInfo& info, int attempt);
 
  private:
   struct Node {

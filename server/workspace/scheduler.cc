@@ -124,7 +124,7 @@ void Workspace::maybe_finish_attempt(RunRecord& r) {
 void Workspace::finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   a->ended_at_ms = now();
-  health_.forget(r.info.run_id, a->number);
+  health_.forget(r.info, a->number);
   release_attempt(r, *a);
   std::string end = attempt_end(r, *a);
   services_->end_mlflow_run(a->mlflow_run_id, end);

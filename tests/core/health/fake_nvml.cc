@@ -4,6 +4,7 @@
 // scripts rewrite the file to make a node's GPUs busy or idle.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 
@@ -12,10 +13,35 @@ typedef struct { unsigned long long total, free, used; } fake_memory;
 
 static int g_init = 0;
 
+// The state file: AIR_FAKE_NVML_STATE, where "{node}" stands for the value of this process's --node
+// argument (so the two agents of an e2e run on one machine read different files).
+static void state_path(char* out, size_t size) {
+  const char* tmpl = getenv("AIR_FAKE_NVML_STATE");
+  out[0] = 0;
+  if (!tmpl) return;
+  char node[32] = "";
+  FILE* c = fopen("/proc/self/cmdline", "r");
+  if (c) {
+    char args[8192];
+    size_t n = fread(args, 1, sizeof args - 1, c);
+    fclose(c);
+    args[n] = 0;
+    for (size_t i = 0; i < n; i += strlen(args + i) + 1)
+      if (strcmp(args + i, "--node") == 0 && i + 7 < n) {
+        snprintf(node, sizeof node, "%s", args + i + 7);
+        break;
+      }
+  }
+  const char* at = strstr(tmpl, "{node}");
+  if (!at) snprintf(out, size, "%s", tmpl);
+  else snprintf(out, size, "%.*s%s%s", (int)(at - tmpl), tmpl, node, at + 6);
+}
+
 // GPU `index`'s line; returns 0 when there is none.
 static int gpu_line(unsigned int index, double v[4]) {
-  const char* path = getenv("AIR_FAKE_NVML_STATE");
-  FILE* f = path ? fopen(path, "r") : NULL;
+  char path[4096];
+  state_path(path, sizeof path);
+  FILE* f = path[0] ? fopen(path, "r") : NULL;
   if (!f) return 0;
   unsigned int i = 0;
   int found = 0;
