@@ -59,8 +59,16 @@ command: |
 system_metrics_interval: 0.2
 max_retries: 1
 YAML
-id=$(submit "$E2E_TMP/idle.yaml")
-t0=$(date +%s%3N)
+# Watched as a user would: the alert is said in the stream (an ALERT line) before the attempt ends.
+"$AIR" -o json run -f "$E2E_TMP/idle.yaml" --watch > "$E2E_TMP/watch.jsonl" || fail "the watched run did not succeed"
+id=$(python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+alerts = [l for l in lines if l.get("type") == "ALERT" and l["kind"] == "stall" and l["node"] == 1]
+assert alerts, "no ALERT line for node 1 in the watched stream"
+assert alerts[0]["message"].startswith("node 1: no output and GPUs idle for"), alerts[0]["message"]
+print([l for l in lines if "data" in l][-1]["data"]["run_id"])
+' "$E2E_TMP/watch.jsonl") || { cat "$E2E_TMP/watch.jsonl"; fail "the watched stream lacks the alert"; }
 wait_state "$id" SUCCEEDED 60
 reason=$(run_field "$id" 'd["attempts"][0]["reason"]')
 case "$reason" in *"node 1 stalled: no log line or metric and GPUs idle"*) ;; *) fail "attempt 1's reason: $reason";; esac
