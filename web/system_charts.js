@@ -86,12 +86,15 @@ export class SystemPanel {
 
   drawLegend() {
     const h = this.shown();
-    this.legend.replaceChildren(el('span', { class: 'muted', text: 'Highlight ' }), ...(this.nodes || []).map((n) =>
-      el('button', {
+    this.legend.replaceChildren(el('span', { class: 'muted', text: 'Highlight ' }), ...(this.nodes || []).map((n) => {
+      const chip = el('button', {
         class: `chip node-chip${n === h ? ' selected' : ''}${n === this.alertNode ? ' failing' : ''}`,
-        dataset: { node: n }, style: `--node-color: ${nodeColor(n)}`, 'aria-pressed': n === h ? 'true' : 'false',
+        dataset: { node: n }, 'aria-pressed': n === h ? 'true' : 'false',
         text: `Node ${n}`, onclick: () => this.pick(n),
-      })));
+      });
+      chip.style.setProperty('--node-color', nodeColor(n));  // through the CSSOM: the page's CSP forbids style attributes
+      return chip;
+    }));
   }
 
   pick(node) {

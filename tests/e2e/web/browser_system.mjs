@@ -7,11 +7,20 @@ import { api, check, env, signIn, until, withBrowser } from './browser_lib.mjs';
 const RUN = env('AIR_WEB_RUN'), OUT = env('AIR_WEB_OUT');
 
 await withBrowser(async (page) => {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
   await signIn(page);
   await page.goto(`${env('AIR_WEB_URL')}/#/runs/${RUN}`);
   const util = page.locator('.nodechart[data-key="system/gpu_0_utilization_percentage"]');
-  await until(async () => (await util.getAttribute('data-nodes').catch(() => null)) === '0,1', 30000,
-    'the GPU utilisation chart with a line for node 0 and node 1');
+  try {
+    await until(async () => (await util.getAttribute('data-nodes', { timeout: 500 }).catch(() => null)) === '0,1', 30000,
+      'the GPU utilisation chart with a line for node 0 and node 1');
+  } catch (e) {
+    await page.screenshot({ path: path.join(OUT, 'system-charts-failed.png'), fullPage: true });
+    console.log(`system charts on the page: ${await page.locator('.nodechart').evaluateAll((l) => l.map((c) => `${c.dataset.key}=${c.dataset.nodes}`))}`);
+    throw e;
+  }
   check(true, 'gpu_0_utilization_percentage is drawn per node (nodes 0,1)');
   for (const name of ['gpu_0_memory_usage_megabytes', 'gpu_0_power_usage_watts', 'cpu_utilization_percentage',
     'system_memory_usage_megabytes', 'network_receive_megabytes', 'disk_usage_percentage'])
@@ -41,4 +50,5 @@ await withBrowser(async (page) => {
   check(stray === 0, 'no system/... metric among the training metrics charts');
   const run = await api(`/api/air/v1/runs/${RUN}`);
   check(run.alerts.some((a) => a.kind === 'straggler' && a.node === 1), 'the API reports the same alert');
+  check(errors.length === 0, `no error in the page's console (${errors.join('; ')})`);
 });
