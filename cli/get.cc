@@ -51,19 +51,24 @@ void print_history(std::ostream& out, const api::RunInfo& r, const api::AttemptI
   }
 }
 
-// The latest attempt's system summary (cli/system_summary.h): GPU histories fetched for the means.
+// The latest attempt's system summary (cli/system_summary.h): GPU histories fetched for the means. A history
+// that cannot be read leaves the means to the latest values: the summary never fails `air get run`.
 std::string fetch_system_summary(Client& c, const api::RunInfo& r) {
   const api::AttemptInfo* a = r.attempts.empty() ? nullptr : &r.attempts.back();
   if (!a || a->mlflow_run_id.empty()) return {};
   MetricHistories h;
-  for (const auto& key : summary_history_keys(a->metrics)) {
-    std::string page;
-    do {
-      auto j = c.get_json("/api/2.0/mlflow/metrics/get-history?run_id=" + a->mlflow_run_id + "&metric_key=" +
-                          percent_encode(key) + (page.empty() ? "" : "&page_token=" + page));
-      for (const auto& p : j.value("metrics", nlohmann::json::array())) h[key].push_back(p.get<api::Metric>().value);
-      page = j.value("next_page_token", "");
-    } while (!page.empty());
+  try {
+    for (const auto& key : summary_history_keys(a->metrics)) {
+      std::string page;
+      do {
+        auto j = c.get_json("/api/2.0/mlflow/metrics/get-history?run_id=" + a->mlflow_run_id + "&metric_key=" +
+                            percent_encode(key) + (page.empty() ? "" : "&page_token=" + page));
+        for (const auto& p : j.value("metrics", nlohmann::json::array())) h[key].push_back(p.get<api::Metric>().value);
+        page = j.value("next_page_token", "");
+      } while (!page.empty());
+    }
+  } catch (const std::exception&) {
+    h.clear();
   }
   return system_summary(a->metrics, h);
 }
