@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The stall watchdog judged by the GPUs too (issue 45), with a fake NVML whose readings this script writes
 # (tests/core/health/fake_nvml.cc; AIR_NVML_LIBRARY points the agents at it) and no stall_timeout_minutes
-# set: the default applies because the nodes report GPUs. A minute lasts 300 ms here, so the default 20
-# minutes is 6 s and its alert comes at 3 s.
-#  1. Both nodes silent for 12 s with busy GPUs: not stopped, one attempt, SUCCEEDED; their GPU figures
+# set: the default applies because the nodes report GPUs. A minute lasts 500 ms here, so the default 20
+# minutes is 10 s and its alert comes at 5 s (room for a loaded CI machine's late heartbeats).
+#  1. Both nodes silent for 14 s with busy GPUs: not stopped, one attempt, SUCCEEDED; their GPU figures
 #     are in the attempt's MLflow run as system/node_<rank>/... metrics.
 #  2. Node 1 silent with idle GPUs (node 0 keeps printing): alerted first ("node 1: no output and GPUs idle"),
 #     then its attempt ends naming node 1, and the retry succeeds.
 source "$(dirname "$0")/lib/common.bash"
 fake="$AIR_BIN_DIR/libair_fake_nvml.so"
 [ -f "$fake" ] || { echo "skip: $fake not built (target air_fake_nvml)"; exit 125; }
-export AIR_NVML_LIBRARY="$fake" AIR_FAKE_NVML_STATE="$E2E_TMP/gpu_{node}" AIR_SERVER_MINUTE_MS=300
+export AIR_NVML_LIBRARY="$fake" AIR_FAKE_NVML_STATE="$E2E_TMP/gpu_{node}" AIR_SERVER_MINUTE_MS=500
 
 # 1. Silent but busy.
 echo "95 30000 81559 450" > "$E2E_TMP/gpu_0"
@@ -22,7 +22,7 @@ compute:
   num_accelerators: 2
 command: |
   echo "node $NODE_RANK computing silently"
-  sleep 12
+  sleep 14
   echo "node $NODE_RANK done"
 system_metrics_interval: 0.2
 max_retries: 0
@@ -40,7 +40,7 @@ for m in gpu_0_memory_usage_megabytes gpu_0_power_usage_watts cpu_utilization_pe
 done
 "$AIR" get run "$id" > "$E2E_TMP/get_busy.txt"
 grep -q "node 1 .*GPU util .*97" "$E2E_TMP/get_busy.txt" || { cat "$E2E_TMP/get_busy.txt"; fail "air get run shows no GPU summary for node 1"; }
-echo "busy: run $id succeeded after 12 s of silence (default stall timeout 6 s), no alert"
+echo "busy: run $id succeeded after 14 s of silence (default stall timeout 10 s here), no alert"
 
 # 2. Silent and idle.
 echo "0 500 81559 60" > "$E2E_TMP/gpu_0"
@@ -82,5 +82,5 @@ ended=$(run_field "$id" 'd["attempts"][0]["ended_at_ms"]')
 [ "$(run_field "$id" 'len([a for a in d["alerts"] if a["node"] == 0])')" = 0 ] || fail "node 0 (printing) was alerted"
 "$AIR" get run "$id" | grep -q "stall .*node 1: no output and GPUs idle" || fail "air get run does not show the alert"
 running=$(run_field "$id" 'd["attempts"][0]["nodes"][1]["running_at_ms"]')
-echo "figure: idle silent node alerted $(( (alert_at - running) )) ms and ended $(( (ended - running) )) ms after it started (default timeout 6 s here); alert: $alert"
+echo "figure: idle silent node alerted $(( (alert_at - running) )) ms and ended $(( (ended - running) )) ms after it started (default timeout 10 s here); alert: $alert"
 echo "ok: runs busy and idle"
