@@ -52,7 +52,7 @@ TEST_CASE("NVML: loaded at run time, each GPU's utilisation, memory and power", 
   CHECK(nvml->read(0)->utilization_percent == 0.0);
 }
 
-TEST_CASE("NVML: AIR_NVML_LIBRARY picks the library; a missing one or a failed init is no GPU, no error",
+TEST_CASE("NVML: AIR_NVML_LIBRARY picks the library, and a missing one or a failed init is no GPU, no error",
           "[health][nvml]") {
   FakeState state("50 1 2 3\n");
   ::setenv("AIR_NVML_LIBRARY", AIR_FAKE_NVML, 1);

@@ -34,7 +34,7 @@ api::NodeStatusReport beat(int gpus, std::optional<int64_t> idle, std::optional<
 
 }  // namespace
 
-TEST_CASE("health book: a GPU node gone quiet and idle is alerted, then stalled; a busy one never", "[health]") {
+TEST_CASE("health book: a GPU node gone quiet and idle is alerted, then stalled, a busy one never", "[health]") {
   HealthBook book;
   api::RunInfo info;
   info.run_id = "r1";
@@ -68,7 +68,7 @@ TEST_CASE("health book: a GPU node gone quiet and idle is alerted, then stalled;
   CHECK_FALSE(info.alerts[0].active);
 }
 
-TEST_CASE("health book: output clears an alert; stall_timeout_minutes 0 is off", "[health]") {
+TEST_CASE("health book: output clears an alert, and stall_timeout_minutes 0 is off", "[health]") {
   HealthBook book;
   api::RunInfo info;
   info.run_id = "r2";
@@ -87,7 +87,7 @@ TEST_CASE("health book: output clears an alert; stall_timeout_minutes 0 is off",
   CHECK_FALSE(book.watch(info, a, out, kT0 + 100000, kMin).stalled);
 }
 
-TEST_CASE("health book: the straggler's alert names it; a later attempt starts afresh", "[health]") {
+TEST_CASE("health book: the straggler's alert names it, and a later attempt starts afresh", "[health]") {
   HealthBook book;
   api::RunInfo info;
   info.run_id = "r3";
@@ -109,7 +109,7 @@ TEST_CASE("health book: the straggler's alert names it; a later attempt starts a
   CHECK(info.alerts.size() == 1);
 }
 
-TEST_CASE("an agent's system sample is not progress; anything else is", "[health]") {
+TEST_CASE("an agent's system sample is not progress, anything else is", "[health]") {
   CHECK(only_system_metrics(R"({"run_id":"x","metrics":[{"key":"system/node_0/cpu_utilization_percentage","value":1,"timestamp":1}]})"));
   CHECK_FALSE(only_system_metrics(R"({"run_id":"x","metrics":[{"key":"system/node_0/cpu","value":1},{"key":"loss","value":2}]})"));
   CHECK_FALSE(only_system_metrics(R"({"run_id":"x","metrics":[]})"));
