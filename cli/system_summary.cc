@@ -14,7 +14,7 @@ namespace {
 struct NodeFigures {
   std::map<int, double> util_last, mem_last;           // GPU index -> latest
   std::map<int, std::vector<double>> util_hist, mem_hist;  // GPU index -> history
-  std::optional<double> cpu, memory;
+  std::optional<double> cpu, memory, net_in, net_out;
 };
 
 double mean(const std::vector<double>& v) {
@@ -65,6 +65,10 @@ std::string system_summary(const std::vector<api::Metric>& latest, const MetricH
       n.cpu = m.value;
     } else if (name == "system_memory_usage_megabytes") {
       n.memory = m.value;
+    } else if (name == "network_receive_megabytes") {
+      n.net_in = m.value;
+    } else if (name == "network_transmit_megabytes") {
+      n.net_out = m.value;
     }
   }
   std::string out;
@@ -86,6 +90,7 @@ std::string system_summary(const std::vector<api::Metric>& latest, const MetricH
     }
     if (n.cpu) line += fmt::format("  CPU {:.0f}%", *n.cpu);
     if (n.memory) line += fmt::format("  memory {:.1f} GB", *n.memory / 1000);
+    if (n.net_in && n.net_out) line += fmt::format("  network in {:.0f} MB, out {:.0f} MB", *n.net_in, *n.net_out);
     out += line + "\n";
   }
   return out;

@@ -20,7 +20,8 @@ using MetricHistories = std::map<std::string, std::vector<double>>;
 std::vector<std::string> summary_history_keys(const std::vector<api::Metric>& latest);
 
 // The summary's lines, each ending in '\n'; empty when the attempt logged no system metrics:
-//   "    node 0  GPU util 95% (mean 93%)  GPU memory 30.0 GB (mean 29.5 GB)  2 GPU(s)  CPU 12%  memory 10.2 GB"
+//   "    node 0  GPU util 95% (mean 93%)  GPU memory 30.0 GB (mean 29.5 GB)  2 GPU(s)  CPU 12%  memory 10.2 GB
+//    network in 250 MB, out 1000 MB" (network: since the agent started)
 std::string system_summary(const std::vector<api::Metric>& latest, const MetricHistories& histories);
 
 // The run's alerts, one line each ("    attempt 1 node 1 stall (active) 12:00:03  node 1: ..."); empty for none.

@@ -16,6 +16,8 @@ TEST_CASE("system summary: per node, GPU utilisation and memory last and mean, C
       {"system/node_0/cpu_utilization_percentage", 12.4, 0, 5},
       {"system/node_0/system_memory_usage_megabytes", 10200, 0, 5},
       {"system/node_1/cpu_utilization_percentage", 3, 0, 5},
+      {"system/node_1/network_receive_megabytes", 250.4, 0, 5},
+      {"system/node_1/network_transmit_megabytes", 1000, 0, 5},
   };
   auto keys = summary_history_keys(latest);
   CHECK(keys == std::vector<std::string>{"system/node_0/gpu_0_utilization_percentage",
@@ -28,7 +30,7 @@ TEST_CASE("system summary: per node, GPU utilisation and memory last and mean, C
                        {"system/node_0/gpu_1_memory_usage_megabytes", {10000, 20000}}};
   CHECK(system_summary(latest, h) ==
         "    node 0  GPU util 80% (mean 60%)  GPU memory 50.0 GB (mean 40.0 GB)  2 GPU(s)  CPU 12%  memory 10.2 GB\n"
-        "    node 1  no GPU readings  CPU 3%\n");
+        "    node 1  no GPU readings  CPU 3%  network in 250 MB, out 1000 MB\n");
   CHECK(system_summary({{"loss", 1, 0, 1}}, {}).empty());
   CHECK(is_system_metric("system/node_0/cpu_utilization_percentage"));
   CHECK_FALSE(is_system_metric("loss"));
