@@ -7,6 +7,7 @@
 
 #include "cli/output.h"
 #include "cli/remote.h"
+#include "cli/system_summary.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"
 #include "core/base/codec.h"
@@ -50,7 +51,29 @@ void print_history(std::ostream& out, const api::RunInfo& r, const api::AttemptI
   }
 }
 
-void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
+// The latest attempt's system summary (cli/system_summary.h): GPU histories fetched for the means. A history
+// that cannot be read leaves the means to the latest values: the summary never fails `air get run`.
+std::string fetch_system_summary(Client& c, const api::RunInfo& r) {
+  const api::AttemptInfo* a = r.attempts.empty() ? nullptr : &r.attempts.back();
+  if (!a || a->mlflow_run_id.empty()) return {};
+  MetricHistories h;
+  try {
+    for (const auto& key : summary_history_keys(a->metrics)) {
+      std::string page;
+      do {
+        auto j = c.get_json("/api/2.0/mlflow/metrics/get-history?run_id=" + a->mlflow_run_id + "&metric_key=" +
+                            percent_encode(key) + (page.empty() ? "" : "&page_token=" + page));
+        for (const auto& p : j.value("metrics", nlohmann::json::array())) h[key].push_back(p.get<api::Metric>().value);
+        page = j.value("next_page_token", "");
+      } while (!page.empty());
+    }
+  } catch (const std::exception&) {
+    h.clear();
+  }
+  return system_summary(a->metrics, h);
+}
+
+void print_run(std::ostream& out, const api::RunInfo& r, bool color, const std::string& system = {}) {
   auto row = [&](const char* k, const std::string& v) { out << fmt::format("  {:<14}{}\n", k, v.empty() ? "-" : v); };
   out << "Run " << r.run_id << "\n";
   row("Status", styled_state(r.state, color) + (r.status_message.empty() ? "" : "  (" + r.status_message + ")"));
@@ -70,6 +93,7 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
                               r.max_retries < 0 ? std::string("unlimited") : std::to_string(r.max_retries)));
   if (r.timeout_minutes) row("Timeout", fmt::format("{} min", *r.timeout_minutes));
   row("Snapshot", r.snapshot_digest.empty() ? "" : fmt::format("sha256:{} ({} bytes)", r.snapshot_digest.substr(0, 16), r.snapshot_bytes));
+  if (!r.alerts.empty()) out << "\nAlerts (stalls and stragglers)\n" << alert_lines(r);
   if (!r.volumes.empty()) {
     out << "\nVolumes (named by the workload; fetch one with: air fs cp -r dbfs:PATH DIR)\n";
     for (const auto& v : r.volumes)
@@ -88,10 +112,14 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color) {
     } else if (!a.reason.empty()) {
       out << "  reason: " << a.reason << "\n";
     }
-    if (!a.metrics.empty()) {
+    size_t own = 0;  // the training code's metrics; the system ones are summed up below
+    for (const auto& m : a.metrics) own += is_system_metric(m.key) ? 0 : 1;
+    if (own > 0) {
       out << "  metrics (latest; history: air get run " << r.run_id << " --metrics):\n";
-      for (const auto& m : a.metrics) out << fmt::format("    {:<24} {:<14} step {}\n", m.key, format_metric(m.value), m.step);
+      for (const auto& m : a.metrics)
+        if (!is_system_metric(m.key)) out << fmt::format("    {:<24} {:<14} step {}\n", m.key, format_metric(m.value), m.step);
     }
+    if (&a == &r.attempts.back() && !system.empty()) out << "  system (latest, mean over the attempt):\n" << system;
     out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", "NODE", "STATE", "EXIT", "PID", "GPUS", "MESSAGE");
     for (const auto& n : a.nodes)
       out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", n.rank, n.state,
@@ -163,7 +191,7 @@ void setup_get(CLI::App& app, Context& ctx) {
     if (ctx.global.output == "json") {
       print_json(ctx, run_json(r, s.target.url));
     } else {
-      print_run(*ctx.out, r, use_color(ctx, 1));
+      print_run(*ctx.out, r, use_color(ctx, 1), fetch_system_summary(*s.client, r));
     }
   });
 }

@@ -215,16 +215,21 @@ class StepReporter {
     if (!c.metrics_file.empty() && rank == 0) metrics_file_.open(c.metrics_file, std::ios::app);
     // MLflow from rank 0 only (MLFLOW_TRACKING_URI + MLFLOW_RUN_ID); never blocks the loop.
     if (rank == 0) mlflow_ = MlflowLogger::from_environment(std::cerr);
-    if (mlflow_) log << "mlflow: logging loss, lr, grad_norm, tokens/s to run " << std::getenv("MLFLOW_RUN_ID") << "\n";
+    if (mlflow_) log << "mlflow: logging loss, lr, grad_norm, tokens/s, MFU, peak memory to run " << std::getenv("MLFLOW_RUN_ID") << "\n";
   }
   void report(const StepMetrics& m) {
-    if (mlflow_)
-      mlflow_->log_step(m.step, {{"loss", m.loss},
-                                 {"lr", m.lr},
-                                 {"grad_norm", m.grad_norm},
-                                 {"tokens_per_s", m.padded_tokens_per_s()},
-                                 {"real_tokens_per_s", m.real_tokens_per_s()},
-                                 {"step_time_s", m.step_seconds}});
+    if (mlflow_) {
+      // Every figure of the step line, so the run page charts MFU and memory beside the system metrics.
+      std::vector<std::pair<std::string, double>> figures = {{"loss", m.loss},
+                                                             {"lr", m.lr},
+                                                             {"grad_norm", m.grad_norm},
+                                                             {"tokens_per_s", m.padded_tokens_per_s()},
+                                                             {"real_tokens_per_s", m.real_tokens_per_s()},
+                                                             {"step_time_s", m.step_seconds},
+                                                             {"mfu", m.mfu()}};
+      if (m.peak_memory_gib >= 0) figures.emplace_back("peak_memory_gib", m.peak_memory_gib);
+      mlflow_->log_step(m.step, figures);
+    }
     if (m.step % c_.log_every == 0 || m.step == c_.max_steps || m.step == 1) {
       log_ << human_line(m) << "\n" << json_line(m) << "\n" << std::flush;
       if (metrics_file_.is_open()) metrics_file_ << json_line(m) << "\n" << std::flush;

@@ -6,6 +6,7 @@ import { ChartsPanel } from './charts_panel.js';
 import { el, fmtDuration, fmtTime, stateBadge, TERMINAL } from './dom.js';
 import { LogView } from './logview.js';
 import { classify } from './patterns.js';
+import { SystemPanel } from './system_charts.js';
 
 export function runView(root, runId) {
   const page = new RunPage(root, runId);
@@ -21,6 +22,8 @@ class RunPage {
     this.tab = 0;
     this.alive = true;
     this.charts = new ChartsPanel();
+    this.system = new SystemPanel();
+    this.alerts = el('ul', { class: 'alerts', hidden: true });
     this.head = el('div', { class: 'runhead' });
     this.attempts = el('div', { class: 'attempts' });
     this.failure = el('div', { class: 'failure', hidden: true });
@@ -34,13 +37,14 @@ class RunPage {
     const smoothVal = el('span', { class: 'muted', text: '0.00' });
     root.replaceChildren(
       el('p', {}, el('a', { href: '#/runs', text: '← Runs' })),
-      this.head, this.attempts, this.failure,
+      this.head, this.alerts, this.attempts, this.failure,
       el('section', {}, el('h2', { text: 'Nodes' }),
         el('table', { class: 'nodes' }, el('thead', {}, el('tr', {}, ['Node', 'State', 'Exit code', 'Host', 'PID', 'GPUs', 'Log', 'Message']
           .map((h) => el('th', { text: h })))), this.nodes)),
       el('section', {}, el('div', { class: 'toolbar' }, el('h2', { text: 'Metrics' }),
         el('label', {}, 'Smoothing ', smoothing, ' ', smoothVal), el('label', {}, 'Overlay ', this.overlay),
         el('span', { class: 'muted', text: 'drag to zoom · double-click to reset' })), this.charts.root),
+      el('section', {}, el('h2', { text: 'System (per node)' }), this.system.root),
       el('section', {}, el('h2', { text: 'Logs' }), this.tabs, this.logBox),
       el('section', {}, el('details', { open: true }, el('summary', {}, el('h2', { text: 'Configuration' })), this.config)));
     this.loadOverlayChoices();
@@ -83,6 +87,7 @@ class RunPage {
         fact('Retries', `${Math.max(0, r.attempts.length - 1)} of ${r.max_retries < 0 ? '∞' : r.max_retries}`),
         r.status_message ? fact('Status', r.status_message) : null));
     this.config.textContent = r.workload_yaml || '';
+    this.drawAlerts(r);
     const a = this.shownAttempt();
     this.attempts.replaceChildren(el('span', { class: 'muted', text: 'Attempts ' }), ...r.attempts.map((x) =>
       el('button', { class: `chip st-${x.state.toLowerCase()}${a && x.number === a.number ? ' selected' : ''}`,
@@ -92,7 +97,26 @@ class RunPage {
     this.drawNodes(a);
     this.drawLogs(a);
     this.charts.setRun(a.mlflow_run_id);
-    if (a.mlflow_run_id) this.charts.update(a.metrics.map((m) => m.key), !TERMINAL.has(a.state) || !this.settled);
+    this.system.setRun(a.mlflow_run_id);
+    // The training code's metrics in the charts above; the agents' system/... metrics per node below.
+    const keys = a.metrics.map((m) => m.key), own = keys.filter((k) => !k.startsWith('system/'));
+    const live = !TERMINAL.has(a.state) || !this.settled;
+    const alert = (r.alerts || []).filter((x) => x.attempt === a.number && x.active).pop()
+      || (r.alerts || []).filter((x) => x.attempt === a.number).pop();
+    if (a.mlflow_run_id) {
+      this.charts.update(own, live);
+      this.system.update(keys.filter((k) => k.startsWith('system/')), live, alert ? alert.node : undefined);
+    }
+  }
+
+  // Stall and straggler alerts (core/health/stall.h): the active ones first.
+  drawAlerts(r) {
+    const list = [...(r.alerts || [])].sort((x, y) => (y.active - x.active) || (y.at_ms - x.at_ms));
+    this.alerts.hidden = !list.length;
+    this.alerts.replaceChildren(...list.map((x) => el('li', {
+      class: `alert ${x.kind}${x.active ? ' active' : ''}`, dataset: { node: x.node, kind: x.kind },
+    }, el('strong', { text: `${x.kind === 'stall' ? 'Stall' : 'Straggler'} · attempt ${x.attempt} · node ${x.node}` }),
+    el('span', { text: ` ${fmtTime(x.at_ms)}: ${x.message}${x.active ? '' : ' (over)'}` }))));
   }
 
   drawFailure(a) {

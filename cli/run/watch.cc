@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "cli/log_stream.h"
@@ -60,6 +61,7 @@ int watch_run(Client& c, const std::string& run_id, Context& ctx) {
   uint64_t offset = 0;
   std::string partial;
   bool log_done = false;
+  std::set<std::pair<int64_t, std::string>> alerts_seen;  // stall and straggler alerts already printed
   for (;;) {
     if (g_interrupts > 0) {
       if (ask_cancel(run_id, ctx)) {
@@ -79,6 +81,15 @@ int watch_run(Client& c, const std::string& run_id, Context& ctx) {
       else
         *ctx.err << "status: " << r.state << (r.status_message.empty() ? "" : " (" + r.status_message + ")") << "\n";
       last_state = r.state;
+    }
+    // A stall or straggler alert (core/health/stall.h) is said once, in the stream the user watches.
+    for (const auto& a : r.alerts) {
+      if (!a.active || !alerts_seen.insert({a.at_ms, a.kind + std::to_string(a.node)}).second) continue;
+      if (json_out)
+        print_json_line(ctx, {{"type", "ALERT"}, {"ts", rfc3339_now()}, {"run_id", run_id}, {"kind", a.kind},
+                              {"attempt", a.attempt}, {"node", a.node}, {"message", a.message}});
+      else
+        *ctx.err << "alert: " << a.message << "\n";
     }
     if (r.current_attempt > attempt && (attempt == 0 || log_done)) {
       if (attempt > 0) {

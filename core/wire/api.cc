@@ -121,6 +121,8 @@ void fields(V& v, auto&& f) {
   f("max_retries", v.max_retries);
   f("timeout_minutes", v.timeout_minutes);
   f("stall_timeout_minutes", v.stall_timeout_minutes);
+  f("straggler_minutes", v.straggler_minutes);
+  f("alerts", v.alerts);
   f("submitted_at_ms", v.submitted_at_ms);
   f("started_at_ms", v.started_at_ms);
   f("ended_at_ms", v.ended_at_ms);
@@ -186,6 +188,8 @@ void fields(V& v, auto&& f) {
   f("volumes_root", v.volumes_root);
   f("volumes", v.volumes);
   f("read_only_volumes", v.read_only_volumes);
+  f("system_metrics_interval_s", v.system_metrics_interval_s);
+  f("step_pattern", v.step_pattern);
 }
 
 template <class V> requires Is<V, NodeStatusReport>
@@ -196,6 +200,19 @@ void fields(V& v, auto&& f) {
   f("pid", v.pid);
   f("host", v.host);
   f("last_lines", v.last_lines);
+  f("gpu_count", v.gpu_count);
+  f("gpu_idle_ms", v.gpu_idle_ms);
+  f("step", v.step);
+}
+
+template <class V> requires Is<V, RunAlert>
+void fields(V& v, auto&& f) {
+  f("attempt", v.attempt);
+  f("node", v.node);
+  f("kind", v.kind);
+  f("message", v.message);
+  f("at_ms", v.at_ms);
+  f("active", v.active);
 }
 
 template <class V> requires Is<V, NodeStatusReply>
@@ -336,6 +353,7 @@ AIR_WIRE_JSON(NodeInfo)
 AIR_WIRE_JSON(AttemptInfo)
 AIR_WIRE_JSON(VolumeUsage)
 AIR_WIRE_JSON(RunPermission)
+AIR_WIRE_JSON(RunAlert)
 AIR_WIRE_JSON(RunInfo)
 AIR_WIRE_JSON(RunList)
 AIR_WIRE_JSON(CancelReply)

@@ -81,6 +81,18 @@ struct RunPermission {
   std::string permission_level;
 };
 
+// A warning about one node of a running attempt (core/health/stall.h): "stall" (no output and GPUs idle
+// for half the stall timeout; the attempt ends at the whole) or "straggler" (its steps behind the leader's).
+// Kept on the run after the condition clears (`active` false), so `air get run` and the page show it.
+struct RunAlert {
+  int attempt = 1;
+  int node = 0;
+  std::string kind;
+  std::string message;
+  int64_t at_ms = 0;
+  bool active = true;
+};
+
 struct RunInfo {
   std::string run_id;
   std::string user;                          // the owner: who submitted it
@@ -93,7 +105,9 @@ struct RunInfo {
   bool gpu = false;
   int max_retries = 0;
   std::optional<int> timeout_minutes;
-  std::optional<double> stall_timeout_minutes;  // the stall watchdog (fractions allowed)
+  std::optional<double> stall_timeout_minutes;  // the stall watchdog (fractions allowed; 0: off)
+  std::optional<double> straggler_minutes;      // the straggler alert's lag (0: off; none: the default)
+  std::vector<RunAlert> alerts;                 // stall and straggler alerts, oldest first
   int64_t submitted_at_ms = 0, started_at_ms = 0, ended_at_ms = 0;
   std::string snapshot_digest;
   uint64_t snapshot_bytes = 0;
@@ -145,6 +159,8 @@ struct NodeSpec {
   std::string volumes_root;               // the volume storage on this node's file system ("" when none)
   std::vector<std::string> volumes;       // "catalog/schema/volume" named by the workload that its owner may read
   std::vector<std::string> read_only_volumes;  // those of `volumes` its owner may not write: mounted read-only
+  double system_metrics_interval_s = 10;  // system metrics every this many seconds (0: none logged)
+  std::string step_pattern;               // a step line's pattern ("": air-train's, core/health/stall.h)
 };
 
 // POST /runs/{run}/attempts/{k}/nodes/{n}/status
@@ -155,6 +171,11 @@ struct NodeStatusReport {
   std::optional<int> pid;
   std::string host;  // gethostname() of the agent's machine
   std::vector<std::string> last_lines;
+  // What the stall watchdog and the straggler alert read (launcher/agent/system_metrics.h): the GPUs its
+  // agent reads, how long ago one of them was last busy, the last step number in its output.
+  int gpu_count = 0;
+  std::optional<int64_t> gpu_idle_ms;
+  std::optional<int64_t> step;
 };
 
 struct NodeStatusReply {
@@ -197,6 +218,8 @@ void to_json(nlohmann::json& j, const VolumeUsage& v);
 void from_json(const nlohmann::json& j, VolumeUsage& v);
 void to_json(nlohmann::json& j, const RunPermission& v);
 void from_json(const nlohmann::json& j, RunPermission& v);
+void to_json(nlohmann::json& j, const RunAlert& v);
+void from_json(const nlohmann::json& j, RunAlert& v);
 void to_json(nlohmann::json& j, const RunInfo& v);
 void from_json(const nlohmann::json& j, RunInfo& v);
 void to_json(nlohmann::json& j, const RunList& v);

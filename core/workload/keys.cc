@@ -116,8 +116,20 @@ FieldSpec build() {
              "3"),
        field("timeout_minutes", T::kInteger, false, "Ends the run as TIMED_OUT after this many minutes (>= 1)."),
        field("stall_timeout_minutes", T::kNumber, false,
-             "Fails the attempt when a running node writes no log line for this many minutes (> 0, fractions "
-             "allowed), naming the stalled node; the attempt is then retried per max_retries."),
+             "Fails the attempt when a running node writes no log line and its GPUs sit idle for this many mi"
+             "nutes (fractions allowed), naming the stalled node, after an alert at half that time; the attem"
+             "pt is then retried per max_retries. Busy GPUs count as progress. Unset: 20 minutes on nodes who"
+             "se GPUs the agent reads, off elsewhere; 0 turns it off."),
+       field("straggler_minutes", T::kNumber, false,
+             "Alerts (without ending anything) when a node's last step line is behind the leading node's by m"
+             "ore than this many minutes (fractions allowed; default 5; 0 turns it off)."),
+       field("system_metrics_interval", T::kNumber, false,
+             "Seconds between two samples of each node's GPUs, CPU, memory, disk and network, logged as MLflo"
+             "w system metrics (system/node_<rank>/...; fractions allowed; 0: none logged).",
+             {}, "10"),
+       field("step_pattern", T::kString, false,
+             "A regular expression (ECMAScript) whose first group is the step number in a node's output line,"
+             " for the straggler alert; default: air-train's 'step N/M | ...' or any line starting 'step N'."),
        field("priority_class", T::kString, false,
              "The run's class in its pool's queue: CRITICAL runs first and may preempt BEST_EFFORT runs, "
              "NORMAL next, BEST_EFFORT last.",

@@ -77,7 +77,10 @@ std::string render_plan_text(const PlanInput& in) {
   out += fmt::format("timeout        {}\n", w.timeout_minutes ? fmt::format("{} minutes", *w.timeout_minutes)
                                                                : std::string("none"));
   if (w.stall_timeout_minutes)
-    out += fmt::format("stall timeout  {} minutes without a log line fails the attempt\n", *w.stall_timeout_minutes);
+    out += *w.stall_timeout_minutes > 0
+               ? fmt::format("stall timeout  {} minutes without a log line or a busy GPU fails the attempt\n",
+                             *w.stall_timeout_minutes)
+               : std::string("stall timeout  off\n");
   if (!w.mlflow_run_name.empty())
     out += fmt::format("mlflow run     {} (a retry: {}-attempt-<k>)\n", w.mlflow_run_name, w.mlflow_run_name);
   if (!w.mlflow_experiment_directory.empty())
@@ -175,6 +178,9 @@ nlohmann::json plan_to_json(const PlanInput& in) {
   if (!w.mlflow_run_name.empty()) j["mlflow_run_name"] = w.mlflow_run_name;
   if (!w.mlflow_experiment_directory.empty()) j["mlflow_experiment_directory"] = w.mlflow_experiment_directory;
   if (w.stall_timeout_minutes) j["stall_timeout_minutes"] = *w.stall_timeout_minutes;
+  if (w.straggler_minutes) j["straggler_minutes"] = *w.straggler_minutes;
+  if (w.system_metrics_interval != 10) j["system_metrics_interval"] = w.system_metrics_interval;
+  if (!w.step_pattern.empty()) j["step_pattern"] = w.step_pattern;
   if (w.code_source) {
     const CodeSource& cs = *w.code_source;
     json c = {{"type", cs.type},

@@ -220,14 +220,30 @@ void WorkloadDecoder::decode_run_options(const YamlNode& root, Workload& w) {
     w.timeout_minutes = static_cast<int>(*v);
     if (*v < 1) error(*timeout.value, fmt::format("'timeout_minutes' must be >= 1, found {}", *v), "remove it for no timeout");
   }
-  Entry stall = get(&root, "stall_timeout_minutes");
-  if (stall && stall.value->is_scalar()) {
-    double v = std::strtod(stall.value->scalar.c_str(), nullptr);
-    if (!(v > 0) || !std::isfinite(v))
-      error(*stall.value, fmt::format("'stall_timeout_minutes' must be > 0, found {}", stall.value->scalar),
-            "remove it for no stall watchdog");
-    else
-      w.stall_timeout_minutes = v;
+  // Minutes and seconds of the health watch (core/health/stall.h): >= 0, fractions allowed, 0 turns it off.
+  auto non_negative = [&](const char* key, const char* hint) -> std::optional<double> {
+    Entry e = get(&root, key);
+    if (!e || !e.value->is_scalar()) return std::nullopt;
+    double v = std::strtod(e.value->scalar.c_str(), nullptr);
+    if (!(v >= 0) || !std::isfinite(v)) {
+      error(*e.value, fmt::format("'{}' must be >= 0, found {}", key, e.value->scalar), hint);
+      return std::nullopt;
+    }
+    return v;
+  };
+  w.stall_timeout_minutes = non_negative("stall_timeout_minutes", "use 0 to turn the stall watchdog off");
+  w.straggler_minutes = non_negative("straggler_minutes", "use 0 to turn the straggler alert off");
+  w.system_metrics_interval = non_negative("system_metrics_interval", "use 0 to log no system metrics").value_or(10);
+  if (Entry pat = get(&root, "step_pattern")) {
+    w.step_pattern = text(pat).value_or("");
+    try {
+      std::regex re(w.step_pattern, std::regex::ECMAScript);
+      if (re.mark_count() < 1)
+        error(*pat.value, "'step_pattern' has no group", "put the step number in parentheses, e.g. 'it=(\\d+)'");
+    } catch (const std::regex_error& e) {
+      error(*pat.value, fmt::format("'step_pattern' is not a valid regular expression: {}", e.what()),
+            "an ECMAScript regular expression whose first group is the step number");
+    }
   }
   if (Entry cls = get(&root, "priority_class")) {
     w.priority_class = trim(*text(cls));

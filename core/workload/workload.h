@@ -69,7 +69,10 @@ struct Workload {
   std::string parameters_yaml;  // `parameters` rendered as YAML (empty when absent); HYPERPARAMETERS_PATH
   int max_retries = 3;
   std::optional<int> timeout_minutes;
-  std::optional<double> stall_timeout_minutes;  // fractions allowed (0.5 = 30 s)
+  std::optional<double> stall_timeout_minutes;  // fractions allowed (0.5 = 30 s); 0: off (core/health/stall.h)
+  std::optional<double> straggler_minutes;      // the straggler alert's lag; 0: off
+  double system_metrics_interval = 10;          // seconds between system metric samples; 0: none logged
+  std::string step_pattern;                     // regex whose group 1 is a step line's step ("": air-train's)
   std::string priority_class = "NORMAL";  // BEST_EFFORT | NORMAL | CRITICAL (docs/scheduler.md)
   std::string idempotency_token;
   std::string mlflow_run_name;

@@ -24,6 +24,7 @@
 #include "launcher/agent/log_shipper.h"
 #include "core/logs/framing.h"
 #include "launcher/agent/status.h"
+#include "launcher/agent/system_metrics.h"
 #include "launcher/agent/setup.h"
 #include "launcher/process.h"
 #include "launcher/agent/slurm_env.h"
@@ -160,8 +161,10 @@ struct Pipeline {
   LogTail& tail;
   AgentLog& log;
   std::vector<std::string> secrets;  // values redacted from the command's output before framing
+  StepWatcher* steps = nullptr;      // the last step line's number (straggler alert)
   void add(std::string_view framed) {
     if (framed.empty()) return;
+    if (steps) steps->feed(framed);
     if (!spool.append(framed) && !spool_failed) {
       spool_failed = true;
       spool_error = std::strerror(errno);
@@ -243,6 +246,18 @@ Outcome supervise(ChildProcess& child, Pipeline& pipe, StatusReporter& status, W
   }
   out.wait_status = child.wait_status().value_or(0);
   return out;
+}
+
+SystemMetricsOptions system_metrics_options(const NodeAgentOptions& o, const api::NodeSpec& spec, const std::string& dir) {
+  SystemMetricsOptions m;
+  m.node = o.node;
+  m.mlflow_run_id = spec.mlflow_run_id;
+  m.interval = std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, spec.system_metrics_interval_s) * 1000));
+  // The node's GPUs: those the workspace gave it, else those its batch system did.
+  const char* inherited = std::getenv("CUDA_VISIBLE_DEVICES");
+  m.gpus = !o.gpus.empty() ? o.gpus : inherited ? inherited : "";
+  m.disk_path = dir;
+  return m;
 }
 
 std::string describe_exit(int status) {
@@ -457,6 +472,20 @@ int run_node_agent(const NodeAgentOptions& o) {
   }
   StatusReporter status(std::make_unique<Client>(o.server, o.token), node_path(o, "status"),
                         o.heartbeat_interval, log, wake.fds[1]);
+  // System metrics and step lines (launcher/agent/system_metrics.h): reported with every heartbeat.
+  SystemMetrics system(std::make_unique<Client>(o.server, o.token), system_metrics_options(o, spec, dir), &log);
+  std::optional<StepWatcher> steps;
+  try {
+    steps.emplace(spec.step_pattern);
+  } catch (const Error& e) {
+    log.info(std::string(e.what()) + "; using the default step pattern");
+    steps.emplace("");
+  }
+  status.set_enricher([&system, &steps](api::NodeStatusReport& r) {
+    system.fill(r);
+    r.step = steps->step();
+  });
+  system.start();
   status.start("STARTING");
   LogSpool spool(dir + "/log.spool", spec.max_log_bytes);
   ShipperOptions so;
@@ -465,7 +494,7 @@ int run_node_agent(const NodeAgentOptions& o) {
   LogShipper shipper(spool, std::make_unique<Client>(o.server, o.token), so);
   shipper.start();
   LogTail tail;
-  Pipeline pipeline{spool, shipper, tail, log, {o.token}, false, {}};
+  Pipeline pipeline{spool, shipper, tail, log, {o.token}, &*steps, false, {}};
 
   api::NodeStatusReport final;
   final.state = "FAILED";
@@ -485,6 +514,7 @@ int run_node_agent(const NodeAgentOptions& o) {
   const bool signalled = g_signal.load() != 0;
   auto drain_deadline = drain_logs(o, spool, shipper, pipeline, signalled, final);
   shipper.stop();
+  system.stop();
   status.finish();
   auto report_deadline = signalled ? Clock::now() + std::chrono::milliseconds(1500)
                                    : std::max(drain_deadline, Clock::now() + std::chrono::seconds(10));

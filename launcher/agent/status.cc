@@ -88,6 +88,7 @@ void StatusReporter::loop() {
     api::NodeStatusReport report = current_;
     changed_ = false;
     lock.unlock();
+    if (enrich_) enrich_(report);
     send(report);
     lock.lock();
     cv_.wait_for(lock, interval_, [&] { return done_ || changed_; });

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,9 @@ class StatusReporter {
   StatusReporter(std::unique_ptr<Client> client, std::string path, std::chrono::milliseconds interval,
                  AgentLog& log, int wake_fd);
   ~StatusReporter();
+  // Called on every heartbeat's copy of the report before it is sent (the node's GPU and step figures);
+  // set before start().
+  void set_enricher(std::function<void(api::NodeStatusReport&)> f) { enrich_ = std::move(f); }
   void start(const std::string& state);
   void set_running(int pid);
   bool stop_requested() const { return stop_requested_.load(); }
@@ -41,6 +45,7 @@ class StatusReporter {
   std::mutex mu_;
   std::condition_variable cv_;
   api::NodeStatusReport current_;
+  std::function<void(api::NodeStatusReport&)> enrich_;
   bool changed_ = false, done_ = false, unreachable_ = false;
   std::atomic<bool> stop_requested_{false};
   std::thread thread_;

@@ -22,6 +22,7 @@
 #include "core/client/local_daemon.h"
 #include "server/http/server.h"
 #include "server/api/files.h"
+#include "server/health/run_health.h"
 #include "server/api/identity.h"
 #include "server/api/secrets.h"
 #include "server/api/unity_catalog.h"
@@ -423,7 +424,7 @@ class Api {
       // Metrics from a node of a running attempt keep its stall watchdog quiet (no log line needed).
       if (who && who->is_node() && r.status == 200 && req.method == "POST" &&
           (req.path == "/api/2.0/mlflow/runs/log-batch" || req.path == "/api/2.0/mlflow/runs/log-metric"))
-        ws_.note_metrics(who->run_id, who->attempt);
+        if (!health::only_system_metrics(req.body)) ws_.note_metrics(who->run_id, who->attempt);  // an agent's sample is not progress
       send_json(res, r.body, r.status);
     };
     // No body is read without a known token (the handlers answer the caller's rights in their own shapes).

@@ -110,6 +110,8 @@ RunSpec run_spec(const Workload& w, const Snapshot& snapshot) {
   s.node.dependencies = w.environment.dependencies;
   s.node.environment_version = w.environment.version.value_or("");
   s.node.snapshot_path = snapshot.path;
+  s.node.system_metrics_interval_s = w.system_metrics_interval;
+  s.node.step_pattern = w.step_pattern;
   s.mlflow_run_name = w.mlflow_run_name;
   return s;
 }

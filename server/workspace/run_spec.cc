@@ -24,6 +24,8 @@ std::string RunSpec::to_json() const {
               {"dependencies", node.dependencies},
               {"environment_version", node.environment_version},
               {"mlflow_run_name", mlflow_run_name},
+              {"system_metrics_interval_s", node.system_metrics_interval_s},
+              {"step_pattern", node.step_pattern},
               {"snapshot_path", node.snapshot_path}}
       .dump();
 }
@@ -43,6 +45,8 @@ RunSpec RunSpec::parse(const std::string& text) {
     s.node.dependencies = t.value("dependencies", std::vector<std::string>{});
     s.node.environment_version = t.value("environment_version", "");
     s.node.snapshot_path = t.value("snapshot_path", "");
+    s.node.system_metrics_interval_s = t.value("system_metrics_interval_s", 10.0);
+    s.node.step_pattern = t.value("step_pattern", "");
     s.mlflow_run_name = t.value("mlflow_run_name", "");
   } catch (const json::exception& e) {
     throw HttpError(500, "INTERNAL", std::string("a stored run spec is not readable: ") + e.what());

@@ -23,6 +23,7 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
   // A report for an attempt that is over (or a run that ended) can only be answered with "stop".
   if (!a || a->number != attempt || over(*a)) return {"stop"};
   runtime_[{id, attempt, node}].last_seen_ms = now();
+  health_.heartbeat(id, attempt, node, rep, now());
   api::NodeInfo& n = a->nodes.at(node);
   if (is_node_terminal(n.state)) return {"stop"};
   bool changed = n.state != rep.state || (rep.pid && n.pid != rep.pid);
@@ -114,6 +115,7 @@ void Workspace::maybe_finish_attempt(RunRecord& r) {
 void Workspace::finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   a->ended_at_ms = now();
+  health_.forget(r.info, a->number);
   release_attempt(r, *a);
   std::string end = attempt_end(r, *a);
   services_->end_mlflow_run(a->mlflow_run_id, end);
@@ -253,23 +255,23 @@ void Workspace::tick_run(RunRecord& r) {
   maybe_finish_attempt(r);
 }
 
-// The stall watchdog: a running node whose log has not grown for stall_timeout_minutes is declared failed
-// (its command may be stuck in a collective forever, which no exit code or heartbeat reveals). The clock
-// starts at the node's first check, so a restarted workspace gives every node a full period again.
+// The stall watchdog and the straggler alert (rules: core/health/stall.h; state: server/health/run_health.h):
+// a running node whose log has not grown and whose GPUs sat idle for stall_timeout_minutes is declared
+// failed (its command may be stuck in a collective forever, which no exit code or heartbeat reveals); at
+// half that it is alerted. The clock starts at the node's first check, so a restarted workspace gives every
+// node a full period again.
 bool Workspace::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
-  if (!r.info.stall_timeout_minutes) return false;
-  const auto limit = static_cast<int64_t>(*r.info.stall_timeout_minutes * static_cast<double>(opts_.minute_ms));
-  for (auto& n : a.nodes) {
-    if (n.state != "RUNNING") continue;
-    auto& rt = runtime_[{r.info.run_id, a.number, n.rank}];
-    if (!rt.last_output_ms) rt.last_output_ms = t;
-    if (t - rt.last_output_ms < limit) continue;
-    node_failed(r, n.rank, std::nullopt,
-                fmt::format("node {} stalled: no log line or metric for {:.3g} s (stall_timeout_minutes {:g})", n.rank,
-                            static_cast<double>(t - rt.last_output_ms) / 1000.0, *r.info.stall_timeout_minutes),
-                {});
+  std::vector<int64_t> last_output(a.nodes.size());
+  for (const auto& n : a.nodes) last_output[n.rank] = runtime_[{r.info.run_id, a.number, n.rank}].last_output_ms;
+  health::WatchResult w = health_.watch(r.info, a, last_output, t, opts_.minute_ms);
+  if (w.stalled) {
+    node_failed(r, w.stalled->rank, std::nullopt, w.stalled->message, {});
     maybe_finish_attempt(r);
     return true;
+  }
+  if (w.changed) {
+    save(r);
+    logs_.wake();
   }
   return false;
 }

@@ -229,6 +229,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   i.max_retries = w.max_retries;
   i.timeout_minutes = w.timeout_minutes;
   i.stall_timeout_minutes = w.stall_timeout_minutes;
+  i.straggler_minutes = w.straggler_minutes;
   i.submitted_at_ms = now();
   i.snapshot_digest = req.snapshot_digest;
   i.snapshot_bytes = snapshot.bytes;

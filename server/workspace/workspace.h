@@ -20,6 +20,7 @@
 
 #include "core/wire/api.h"
 #include "server/backends/backend.h"
+#include "server/health/run_health.h"
 #include "server/scheduler/policy.h"
 #include "server/store/blobs.h"
 #include "server/store/identity.h"
@@ -209,6 +210,7 @@ class Workspace {
   mutable std::mutex mu_;
   RunTable runs_;  // every run, the active index, idempotency keys (server/workspace/run_table.h)
   std::map<std::tuple<std::string, int, int>, NodeRuntime> runtime_;
+  health::HealthBook health_;  // GPU readings, steps and alerts of running nodes (server/health/run_health.h)
   std::vector<Lingering> lingering_;
   std::set<int> gpus_in_use_;
   std::map<std::string, std::pair<int, int>> pool_gpus_;  // pool -> (first GPU index, count); local backend

@@ -58,7 +58,7 @@ priority: high
         R"(train.yaml:6:1: error: unknown top-level key 'priority'
 priority: high
 ^~~~~~~~
-  hint: valid keys at the top level: experiment_name, compute, environment, code_source, command, env_variables, secrets, parameters, max_retries, timeout_minutes, stall_timeout_minutes, priority_class, idempotency_token, mlflow_run_name, mlflow_experiment_directory, permissions, usage_policy_name, usage_policy_id
+  hint: valid keys at the top level: experiment_name, compute, environment, code_source, command, env_variables, secrets, parameters, max_retries, timeout_minutes, stall_timeout_minutes, straggler_minutes, system_metrics_interval, step_pattern, priority_class, idempotency_token, mlflow_run_name, mlflow_experiment_directory, permissions, usage_policy_name, usage_policy_id
 air: 1 error in train.yaml; nothing was submitted
 )");
 }

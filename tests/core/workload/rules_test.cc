@@ -446,14 +446,20 @@ air: 5 errors in train.yaml; nothing was submitted
 }
 
 
-TEST_CASE("stall_timeout_minutes: a positive number, fractions allowed", "[workload][stall]") {
+TEST_CASE("stall_timeout_minutes: a number >= 0, fractions allowed, 0 turns it off", "[workload][stall]") {
   auto ok = air::parse_workload_text(
       "experiment_name: s\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\ncommand: x\n"
       "stall_timeout_minutes: 0.25\n",
       "t.yaml", "/", [] { air::ParseOptions o; o.check_paths = false; return o; }());
   REQUIRE(ok.ok());
   CHECK(*ok.workload->stall_timeout_minutes == 0.25);
-  for (const char* bad : {"0", "-1", "'5'", "[1]", "soon"}) {
+  auto off = air::parse_workload_text(
+      "experiment_name: s\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\ncommand: x\n"
+      "stall_timeout_minutes: 0\n",
+      "t.yaml", "/", [] { air::ParseOptions o; o.check_paths = false; return o; }());
+  REQUIRE(off.ok());
+  CHECK(*off.workload->stall_timeout_minutes == 0.0);
+  for (const char* bad : {"-1", "'5'", "[1]", "soon"}) {
     auto r = air::parse_workload_text(
         std::string("experiment_name: s\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\n"
                     "command: x\nstall_timeout_minutes: ") + bad + "\n",
@@ -463,4 +469,30 @@ TEST_CASE("stall_timeout_minutes: a positive number, fractions allowed", "[workl
     CHECK(r.diagnostics.at(0).message.find("'stall_timeout_minutes' must be") != std::string::npos);
     CHECK(r.diagnostics.at(0).line == 4);
   }
+}
+
+TEST_CASE("health keys: straggler_minutes, system_metrics_interval, step_pattern", "[workload][stall]") {
+  auto parse = [](const std::string& extra) {
+    return air::parse_workload_text(
+        "experiment_name: s\ncompute: {accelerator_type: CPU_1xHOST, num_accelerators: 1}\ncommand: x\n" + extra,
+        "t.yaml", "/", [] { air::ParseOptions o; o.check_paths = false; return o; }());
+  };
+  auto defaults = parse("");
+  REQUIRE(defaults.ok());
+  CHECK(defaults.workload->system_metrics_interval == 10.0);
+  CHECK_FALSE(defaults.workload->straggler_minutes);
+  CHECK(defaults.workload->step_pattern.empty());
+  auto set = parse("straggler_minutes: 0.5\nsystem_metrics_interval: 0.2\nstep_pattern: 'it=(\\d+)'\n");
+  REQUIRE(set.ok());
+  CHECK(*set.workload->straggler_minutes == 0.5);
+  CHECK(set.workload->system_metrics_interval == 0.2);
+  CHECK(set.workload->step_pattern == "it=(\\d+)");
+  auto bad = parse("system_metrics_interval: -1\nstep_pattern: 'it=\\d+'\n");
+  REQUIRE(bad.diagnostics.size() == 2);
+  CHECK(bad.diagnostics[0].message == "'system_metrics_interval' must be >= 0, found -1");
+  CHECK(bad.diagnostics[1].message == "'step_pattern' has no group");
+  CHECK(bad.diagnostics[1].line == 5);
+  auto broken = parse("step_pattern: '(unclosed'\n");
+  REQUIRE(broken.diagnostics.size() == 1);
+  CHECK(broken.diagnostics[0].message.find("'step_pattern' is not a valid regular expression") == 0);
 }

@@ -152,6 +152,6 @@ TEST_CASE("mlflow logger: air-train logs every step's loss, lr, grad_norm and to
     CHECK(loss[i].step == static_cast<int64_t>(i + 1));
     CHECK(loss[i].value == Approx(r.losses[i]).epsilon(1e-9));
   }
-  for (const char* key : {"lr", "grad_norm", "tokens_per_s", "step_time_s"})
+  for (const char* key : {"lr", "grad_norm", "tokens_per_s", "step_time_s", "mfu"})
     CHECK(t.store.metric_history(t.run_id, key).size() == 6);
 }
