@@ -253,7 +253,7 @@ bool Workspace::start_attempt(RunRecord& r) {
   l.priority_class = r.info.priority_class;
   {  // The volumes the nodes will mount: Slurm makes their folders reachable by the owner's job (issue 40).
     api::NodeSpec v;
-    node_volumes(r.info.user, r.spec_json, v);
+    volume_access_->node_volumes(r.info.user, RunSpec::parse(r.spec_json).named_volume_paths(), v);
     l.volumes_root = volumes_.root(), l.volumes = v.volumes, l.read_only_volumes = v.read_only_volumes;
   }
   for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
