@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <iostream>
 #include <mutex>
 
 #include "core/base/error.h"
@@ -110,67 +112,109 @@ std::vector<Record> read_all_records(const std::vector<std::string>& files, cons
   return records;
 }
 
-LoadedData load_examples(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
-                         std::ostream& log) {
-  LoadedData out;
-  DataStats& st = out.stats;
+void load_examples_into(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
+                        std::ostream& log, const std::function<void(Example&&)>& sink, DataStats& st) {
   std::vector<Record> records = read_all_records(files, settings, st, settings.max_examples, &log);
-  // Tokenize on every core; results land in record order.
+  // Tokenized on every core in chunks; each chunk's examples go to `sink` in record order and are freed, and
+  // each record is freed once built, so the pass holds the records plus one chunk of examples at most.
   const size_t n = records.size();
-  std::vector<Example> built(n);
-  std::vector<std::string> error(n);
-  std::vector<uint8_t> failed(n, 0);
+  const size_t threads = settings.threads > 0 ? static_cast<size_t>(settings.threads) : 0;
+  const size_t chunk = 1 << 14;
+  std::vector<Example> built;
+  std::vector<std::string> error, errors;
+  std::vector<uint8_t> failed;
+  size_t error_total = 0;
   std::atomic<bool> fatal{false};
   std::string fatal_message, fatal_hint;
   std::mutex fatal_mu;
-  parallel_for(
-      n,
-      [&](size_t i) {
-        if (fatal) return;
-        try {
-          built[i] = builder.build(records[i]);
-        } catch (const RecordError& e) {
-          failed[i] = 1;
-          error[i] = e.what();
-        } catch (const Error& e) {  // not the record's fault (no template): stop
-          std::lock_guard<std::mutex> lock(fatal_mu);
-          if (!fatal.exchange(true)) fatal_message = e.what(), fatal_hint = e.hint();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t begin = 0; begin < n; begin += chunk) {
+    const size_t m = std::min(chunk, n - begin);
+    built.assign(m, Example{});
+    error.assign(m, std::string());
+    failed.assign(m, 0);
+    parallel_for(
+        m,
+        [&](size_t k) {
+          if (fatal) return;
+          try {
+            built[k] = builder.build(records[begin + k]);
+          } catch (const RecordError& e) {
+            failed[k] = 1;
+            error[k] = e.what();
+          } catch (const Error& e) {  // not the record's fault (no template): stop
+            std::lock_guard<std::mutex> lock(fatal_mu);
+            if (!fatal.exchange(true)) fatal_message = e.what(), fatal_hint = e.hint();
+          }
+          records[begin + k] = Record{};
+        },
+        threads, 32);
+    if (fatal) throw Error(fatal_message, fatal_hint);
+    for (size_t k = 0; k < m; ++k) {
+      if (failed[k]) {
+        if (!settings.skip_bad) {
+          if (errors.size() < kMaxErrors) errors.push_back(error[k]);
+          ++error_total;
+        } else {
+          ++st.skipped_bad;
+          if (st.skipped_examples.size() < 5) st.skipped_examples.push_back(error[k]);
         }
-      },
-      settings.threads > 0 ? static_cast<size_t>(settings.threads) : 0, 32);
-  if (fatal) throw Error(fatal_message, fatal_hint);
-
-  std::vector<std::string> errors;
-  size_t error_total = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (failed[i]) {
-      if (!settings.skip_bad) {
-        if (errors.size() < kMaxErrors) errors.push_back(error[i]);
-        ++error_total;
-      } else {
-        ++st.skipped_bad;
-        if (st.skipped_examples.size() < 5) st.skipped_examples.push_back(error[i]);
+        continue;
       }
-      continue;
+      Example& e = built[k];
+      const int64_t len = std::min<int64_t>(static_cast<int64_t>(e.ids.size()), settings.max_seq_len);
+      const int64_t trained = e.targets_within(len);
+      if (trained == 0) {
+        ++st.skipped_untrained;
+        continue;
+      }
+      st.tokens += static_cast<int64_t>(e.ids.size());
+      st.trained_tokens += trained;
+      st.truncated += static_cast<int64_t>(e.ids.size()) > settings.max_seq_len;
+      ++st.examples;
+      if (errors.empty()) sink(std::move(e));
     }
-    Example& e = built[i];
-    const int64_t len = std::min<int64_t>(static_cast<int64_t>(e.ids.size()), settings.max_seq_len);
-    const int64_t trained = e.targets_within(len);
-    if (trained == 0) {
-      ++st.skipped_untrained;
-      continue;
-    }
-    st.tokens += static_cast<int64_t>(e.ids.size());
-    st.trained_tokens += trained;
-    st.truncated += static_cast<int64_t>(e.ids.size()) > settings.max_seq_len;
-    out.examples.push_back(std::move(e));
+    if (settings.progress && n > chunk)  // "\r" and erase-line: one line, rewritten per chunk
+      std::cerr << "\r\x1b[K" << progress_line(begin + m, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
+                << (begin + m == n ? "\n" : "") << std::flush;
   }
-  st.examples = static_cast<int64_t>(out.examples.size());
   if (!errors.empty()) {
     std::string all;
     for (const auto& e : errors) all += (all.empty() ? "" : "\n") + e;
     throw Error(all + "\n" + std::to_string(error_total) + " record" + (error_total > 1 ? "s" : "") + " could not be rendered",
                 "fix the records, or set bad_records: skip to leave them out (counted in the log)");
+  }
+}
+
+LoadedData load_examples(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
+                         std::ostream& log) {
+  LoadedData out;
+  load_examples_into(files, settings, builder, log, [&](Example&& e) { out.examples.push_back(std::move(e)); }, out.stats);
+  return out;
+}
+
+namespace {
+
+std::string thousands(uint64_t v) {
+  std::string s = std::to_string(v), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string progress_line(size_t done, size_t total, double seconds) {
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  std::string out = "tokenizing: " + thousands(done) + " / " + thousands(total) + " records (" +
+                    std::to_string(total ? done * 100 / total : 100) + "%), " + thousands(static_cast<uint64_t>(rate)) + " records/s";
+  if (done < total && rate > 0) {
+    const auto eta = static_cast<uint64_t>(static_cast<double>(total - done) / rate + 0.5);
+    out += ", ETA " + (eta >= 3600 ? std::to_string(eta / 3600) + "h" + std::to_string(eta % 3600 / 60) + "m"
+                       : eta >= 60 ? std::to_string(eta / 60) + "m" + (eta % 60 < 10 ? "0" : "") + std::to_string(eta % 60) + "s"
+                                   : std::to_string(eta) + "s");
   }
   return out;
 }
