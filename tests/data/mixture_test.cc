@@ -71,8 +71,8 @@ TEST_CASE("mixture: a weight that is not positive, or an empty part, is an error
 }
 
 TEST_CASE("progress: the terminal line while tokenizing has counts, rate and ETA") {
-  CHECK(progress_line(16384, 100000, 2.0) == "tokenizing: 16,384 / 100,000 records (16%), 8,192 records/s, ETA 10s");
-  CHECK(progress_line(1000, 1000000, 1.0) == "tokenizing: 1,000 / 1,000,000 records (0%), 1,000 records/s, ETA 16m39s");
-  CHECK(progress_line(10, 10000000, 1.0) == "tokenizing: 10 / 10,000,000 records (0%), 10 records/s, ETA 277h46m");
-  CHECK(progress_line(5, 5, 1.0) == "tokenizing: 5 / 5 records (100%), 5 records/s");
+  CHECK(progress_line(16384, 1.0 / 6, 2.0) == "tokenizing: 16,384 records (16%), 8,192 records/s, ETA 10s");
+  CHECK(progress_line(1000, 0.001, 1.0) == "tokenizing: 1,000 records (0%), 1,000 records/s, ETA 16m39s");
+  CHECK(progress_line(10, 0.000001, 1.0) == "tokenizing: 10 records (0%), 10 records/s, ETA 277h46m");
+  CHECK(progress_line(5, 1.0, 1.0) == "tokenizing: 5 records (100%), 5 records/s");
 }

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 
 #include "core/base/error.h"
 #include "trainer/data/parallel.h"
+#include "trainer/data/record_stream.h"
 #include "trainer/tokenizer/tokenizer.h"
 
 namespace air::train {
@@ -27,6 +29,19 @@ Example plain_pair(const std::string& prompt, const std::string& completion, con
   e.ids.insert(e.ids.end(), c.begin(), c.end());
   e.ids.push_back(enc.eos);
   return e;
+}
+
+// One file read: its log line ("data: f.jsonl: 1200 messages records (detected)") and its counts.
+void count_file(const std::string& file, int64_t records, ReadResult& rr, const DataSettings& settings, DataStats& stats,
+                std::ostream* log) {
+  if (log)
+    *log << "data: " << file << ": " << records << " " << format_name(rr.format) << " records"
+         << (settings.format == DataFormat::kAuto ? " (detected)" : "")
+         << (rr.skipped ? ", " + std::to_string(rr.skipped) + " bad ones skipped" : "") << "\n";
+  stats.skipped_bad += rr.skipped;
+  for (auto& m : rr.skipped_examples)
+    if (stats.skipped_examples.size() < 5) stats.skipped_examples.push_back(std::move(m));
+  stats.formats[format_name(rr.format)] += records;
 }
 
 }  // namespace
@@ -98,14 +113,7 @@ std::vector<Record> read_all_records(const std::vector<std::string>& files, cons
     if (max_records > 0 && static_cast<int64_t>(records.size()) >= max_records) break;
     ReadOptions ro{settings.format, settings.skip_bad, max_records > 0 ? max_records - static_cast<int64_t>(records.size()) : 0};
     ReadResult rr = read_records(file, ro);
-    if (log)
-      *log << "data: " << file << ": " << rr.records.size() << " " << format_name(rr.format) << " records"
-           << (settings.format == DataFormat::kAuto ? " (detected)" : "")
-           << (rr.skipped ? ", " + std::to_string(rr.skipped) + " bad ones skipped" : "") << "\n";
-    stats.skipped_bad += rr.skipped;
-    for (auto& m : rr.skipped_examples)
-      if (stats.skipped_examples.size() < 5) stats.skipped_examples.push_back(std::move(m));
-    stats.formats[format_name(rr.format)] += static_cast<int64_t>(rr.records.size());
+    count_file(file, static_cast<int64_t>(rr.records.size()), rr, settings, stats, log);
     for (auto& r : rr.records) records.push_back(std::move(r));
   }
   stats.records = static_cast<int64_t>(records.size());
@@ -114,12 +122,10 @@ std::vector<Record> read_all_records(const std::vector<std::string>& files, cons
 
 void load_examples_into(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
                         std::ostream& log, const std::function<void(Example&&)>& sink, DataStats& st) {
-  std::vector<Record> records = read_all_records(files, settings, st, settings.max_examples, &log);
-  // Tokenized on every core in chunks; each chunk's examples go to `sink` in record order and are freed, and
-  // each record is freed once built, so the pass holds the records plus one chunk of examples at most.
-  const size_t n = records.size();
+  // Records come from the readers in chunks (trainer/data/record_stream.h) and each chunk is built on every
+  // core, its examples handed to `sink` in record order and freed: the pass holds one chunk of records and
+  // examples, whatever the dataset's size.
   const size_t threads = settings.threads > 0 ? static_cast<size_t>(settings.threads) : 0;
-  const size_t chunk = 1 << 14;
   std::vector<Example> built;
   std::vector<std::string> error, errors;
   std::vector<uint8_t> failed;
@@ -128,8 +134,8 @@ void load_examples_into(const std::vector<std::string>& files, const DataSetting
   std::string fatal_message, fatal_hint;
   std::mutex fatal_mu;
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t begin = 0; begin < n; begin += chunk) {
-    const size_t m = std::min(chunk, n - begin);
+  auto build = [&](std::vector<Record>& records) {
+    const size_t m = records.size();
     built.assign(m, Example{});
     error.assign(m, std::string());
     failed.assign(m, 0);
@@ -138,7 +144,7 @@ void load_examples_into(const std::vector<std::string>& files, const DataSetting
         [&](size_t k) {
           if (fatal) return;
           try {
-            built[k] = builder.build(records[begin + k]);
+            built[k] = builder.build(records[k]);
           } catch (const RecordError& e) {
             failed[k] = 1;
             error[k] = e.what();
@@ -146,7 +152,7 @@ void load_examples_into(const std::vector<std::string>& files, const DataSetting
             std::lock_guard<std::mutex> lock(fatal_mu);
             if (!fatal.exchange(true)) fatal_message = e.what(), fatal_hint = e.hint();
           }
-          records[begin + k] = Record{};
+          records[k] = Record{};
         },
         threads, 32);
     if (fatal) throw Error(fatal_message, fatal_hint);
@@ -174,10 +180,34 @@ void load_examples_into(const std::vector<std::string>& files, const DataSetting
       ++st.examples;
       if (errors.empty()) sink(std::move(e));
     }
-    if (settings.progress && n > chunk)  // "\r" and erase-line: one line, rewritten per chunk
-      std::cerr << "\r\x1b[K" << progress_line(begin + m, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
-                << (begin + m == n ? "\n" : "") << std::flush;
+  };
+  // Progress by bytes read (the record count is known only at the end).
+  double total_bytes = 0, done_bytes = 0;
+  std::vector<double> sizes;
+  for (const auto& f : files) {
+    std::error_code ec;
+    sizes.push_back(static_cast<double>(std::filesystem::file_size(f, ec)));
+    total_bytes += sizes.back();
   }
+  for (size_t fi = 0; fi < files.size(); ++fi) {
+    const std::string& file = files[fi];
+    if (settings.max_examples > 0 && st.records >= settings.max_examples) break;
+    ReadOptions ro{settings.format, settings.skip_bad, settings.max_examples > 0 ? settings.max_examples - st.records : 0};
+    int64_t got = 0;
+    ReadResult rr = read_records_chunked(file, ro, [&](std::vector<Record>&& chunk, double done) {
+      got += static_cast<int64_t>(chunk.size());
+      st.records += static_cast<int64_t>(chunk.size());
+      build(chunk);
+      if (settings.progress && total_bytes > 0)
+        std::cerr << "\r\x1b[K"
+                  << progress_line(static_cast<size_t>(st.records), (done_bytes + done * sizes[fi]) / total_bytes,
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
+                  << std::flush;
+    });
+    done_bytes += sizes[fi];
+    count_file(file, got, rr, settings, st, &log);
+  }
+  if (settings.progress && total_bytes > 0) std::cerr << "\r\x1b[K" << std::flush;  // the log line says the rest
   if (!errors.empty()) {
     std::string all;
     for (const auto& e : errors) all += (all.empty() ? "" : "\n") + e;
@@ -206,12 +236,13 @@ std::string thousands(uint64_t v) {
 
 }  // namespace
 
-std::string progress_line(size_t done, size_t total, double seconds) {
-  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
-  std::string out = "tokenizing: " + thousands(done) + " / " + thousands(total) + " records (" +
-                    std::to_string(total ? done * 100 / total : 100) + "%), " + thousands(static_cast<uint64_t>(rate)) + " records/s";
-  if (done < total && rate > 0) {
-    const auto eta = static_cast<uint64_t>(static_cast<double>(total - done) / rate + 0.5);
+std::string progress_line(size_t records, double done, double seconds) {
+  const double rate = seconds > 0 ? static_cast<double>(records) / seconds : 0;
+  done = std::clamp(done, 0.0, 1.0);
+  std::string out = "tokenizing: " + thousands(records) + " records (" + std::to_string(static_cast<int>(done * 100)) + "%), " +
+                    thousands(static_cast<uint64_t>(rate)) + " records/s";
+  if (done > 0 && done < 1) {
+    const auto eta = static_cast<uint64_t>(seconds * (1 - done) / done + 0.5);
     out += ", ETA " + (eta >= 3600 ? std::to_string(eta / 3600) + "h" + std::to_string(eta % 3600 / 60) + "m"
                        : eta >= 60 ? std::to_string(eta / 60) + "m" + (eta % 60 < 10 ? "0" : "") + std::to_string(eta % 60) + "s"
                                    : std::to_string(eta) + "s");
