@@ -205,9 +205,9 @@ void load_examples_into(const std::vector<std::string>& files, const DataSetting
                   << std::flush;
     });
     done_bytes += sizes[fi];
+    if (settings.progress && total_bytes > 0) std::cerr << "\r\x1b[K" << std::flush;  // the file's log line says the rest
     count_file(file, got, rr, settings, st, &log);
   }
-  if (settings.progress && total_bytes > 0) std::cerr << "\r\x1b[K" << std::flush;  // the log line says the rest
   if (!errors.empty()) {
     std::string all;
     for (const auto& e : errors) all += (all.empty() ? "" : "\n") + e;
