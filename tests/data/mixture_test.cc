@@ -33,7 +33,7 @@ std::map<int, std::vector<int>> drawn(const ExampleSet& s) {
 
 }  // namespace
 
-TEST_CASE("mixture: weights are the shares of the examples; a small part repeats whole, a large one is sampled") {
+TEST_CASE("mixture: weights are the shares of the examples, a small part repeats whole, a large one is sampled") {
   // 100 + 20 examples, weights 1 and 3: 120 drawn, 30 from a (sampled), 90 from b (4 full passes + 10).
   Mixture m = mix_datasets({{"a", part(1, 100), 1}, {"b", part(2, 20), 3}}, 42);
   REQUIRE(m.examples.size() == 120);
