@@ -164,12 +164,12 @@ std::vector<MicroBatch> eval_batches(const ExampleSet& eval, const DataOptions& 
 }
 
 EvalResult evaluate(Engine& engine, const std::vector<MicroBatch>& batches, const at::Device& device) {
-  // The engines have one pass, forward and backward: run it with a zero loss scale (the gradients it adds
-  // are zero and cleared after) and keep the forward's summed loss.
+  // The forward alone (Engine::forward_loss: no backward in the FSDP engine; the others run their one pass
+  // with a zero loss scale, whose zero gradients are cleared after).
   double local_sum = 0, local_count = 0;
   engine.zero_grad();
   for (const auto& mb : batches) {
-    local_sum += engine.forward_backward(mb, 0.0).item<double>();
+    local_sum += engine.forward_loss(mb).item<double>();
     local_count += static_cast<double>(mb.target_tokens);
   }
   engine.zero_grad();

@@ -37,7 +37,8 @@ struct EvalResult {
   double perplexity = 0;  // exp(loss)
   int64_t tokens = 0;     // target tokens over all ranks
 };
-// The forward of every batch; the engine's gradients are left zero. Every rank calls it with its batches.
+// The forward of every batch (Engine::forward_loss); the engine's gradients are left zero. Every rank calls
+// it with its batches.
 EvalResult evaluate(Engine& engine, const std::vector<MicroBatch>& batches, const at::Device& device);
 // {"step": 10, "eval_loss": 2.1, "eval_perplexity": 8.2, "eval_tokens": 4000}
 std::string eval_json_line(int64_t step, const EvalResult& r);
