@@ -3,6 +3,8 @@
 //   chat_data_bench TOKENIZER_DIR MESSAGES.jsonl [THREADS] [TRAIN_ON | render]
 // (train_on all: one render, no prefix renders; render: the trained spans only, no tokenizer)
 // Prints one line: conversations, renders, tokens, seconds, conversations/s.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -13,6 +15,18 @@
 #include "trainer/tokenizer/tokenizer.h"
 
 using namespace air::train;
+
+namespace {
+
+// CPU seconds of the whole process (every thread) so far: under load, work per CPU second is steadier than
+// wall time.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -35,25 +49,30 @@ int main(int argc, char** argv) {
     std::ostringstream log;
     // Reading the JSON is timed apart: the figure compared with jinja2 is render + tokenize + mask.
     auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_seconds();
     DataStats st;
     std::vector<Record> records = read_all_records({argv[2]}, s, st, 0, nullptr);
     auto t1 = std::chrono::steady_clock::now();
+    const double c1 = cpu_seconds();
     if (mode == "render") {  // the template's share: every rendering and the spans, no tokenization
       std::atomic<size_t> bytes{0};
       parallel_for(records.size(), [&](size_t i) { bytes += render_conversation(*tmpl, records[i], TrainOn::kAssistant).text.size(); },
                    static_cast<size_t>(s.threads), 32);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      std::cout << "conversations " << records.size() << " bytes " << bytes << " render_s " << sec << " per_s "
+      std::cout << "conversations " << records.size() << " bytes " << bytes << " render_s " << sec << " cpu_s " << cpu_seconds() - c1
+                << " per_cpu_s " << static_cast<double>(records.size()) / (cpu_seconds() - c1) << " per_s "
                 << static_cast<double>(records.size()) / sec << "\n";
       return 0;
     }
     LoadedData d = load_examples({argv[2]}, s, builder, log);
     auto t2 = std::chrono::steady_clock::now();
+    const double cpu = cpu_seconds() - c1 - (c1 - c0);  // less the second reading of the JSON
     const double read_s = std::chrono::duration<double>(t1 - t0).count();
     const double all_s = std::chrono::duration<double>(t2 - t1).count();
     const double work_s = all_s - read_s;  // load_examples reads the file again, then renders, tokenizes, masks
     std::cout << "conversations " << d.examples.size() << " tokens " << d.stats.tokens << " trained " << d.stats.trained_tokens
-              << " read_s " << read_s << " render_tokenize_mask_s " << work_s << " per_s "
+              << " read_s " << read_s << " render_tokenize_mask_s " << work_s << " cpu_s " << cpu << " per_cpu_s "
+              << static_cast<double>(d.examples.size()) / cpu << " per_s "
               << static_cast<double>(d.examples.size()) / work_s << "\n";
     return 0;
   } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 
 #include "trainer/data/alpaca.h"   // AlpacaRecord, read_alpaca (JSON, JSONL, Parquet)
 #include "trainer/data/example.h"  // TextEncoder, Example, make_example
+#include "trainer/data/rows.h"     // ExampleSet (owned or memory-mapped from the cache), EpochRows
 
 namespace air::train {
 
@@ -47,7 +48,9 @@ struct StepBatch {
 
 class DataLoader {
  public:
-  DataLoader(std::vector<Example> examples, DataOptions options);
+  // The examples are read in place (a mapped cache entry stays in the page cache, shared by the node's ranks).
+  DataLoader(ExampleSet examples, DataOptions options);
+  DataLoader(const std::vector<Example>& examples, DataOptions options) : DataLoader(ExampleSet(examples), options) {}
   StepBatch next();
   int64_t rows_per_epoch() const { return static_cast<int64_t>(rows_.size()); }
   int64_t rows_per_step() const { return o_.world_size * o_.micro_batch_size * o_.grad_accum; }
@@ -63,15 +66,13 @@ class DataLoader {
   MicroBatch materialize_rows(const std::vector<int64_t>& rows) const;
 
  private:
-  using Row = std::vector<uint32_t>;  // example indices laid out in the row
+  using Row = std::span<const uint32_t>;  // example indices laid out in the row
   void build_epoch(int64_t epoch);
-  MicroBatch materialize(const std::vector<const Row*>& rows) const;
-  int64_t row_targets(const Row& r) const;
-  int64_t row_real(const Row& r) const;
+  MicroBatch materialize(const std::vector<Row>& rows) const;
 
-  std::vector<Example> examples_;
+  ExampleSet examples_;
   DataOptions o_;
-  std::vector<Row> rows_;
+  EpochRows rows_;
   int64_t epoch_ = 0, cursor_ = 0;
 };
 

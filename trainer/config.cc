@@ -84,6 +84,65 @@ Field double_field(std::string key, std::string help, double TrainConfig::*m) {
           [m](const TrainConfig& c) { return fmt_double(c.*m); }};
 }
 
+// `datasets:` - a list of {name, format, split, weight} mappings (a bare string is {name}).
+Field datasets_field() {
+  static const std::vector<std::string> kFormats = {"auto", "alpaca", "messages", "sharegpt", "prompt_completion", "text"};
+  return {"datasets",
+          "a mixture instead of dataset_name: a list of {name, format, split, weight} (weight: share of the examples)",
+          [](TrainConfig& c, const YAML::Node& n) {
+            c.datasets.clear();
+            if (n.IsNull() || (n.IsScalar() && n.Scalar().empty())) return;
+            if (!n.IsSequence()) throw std::string("expected a list of datasets, like [{name: a.jsonl, weight: 2}, {name: b.jsonl}]");
+            for (size_t i = 0; i < n.size(); ++i) {
+              const YAML::Node& d = n[i];
+              const std::string at = "entry " + std::to_string(i + 1) + ": ";
+              DatasetSpec spec;
+              if (d.IsScalar()) {
+                spec.name = d.Scalar();
+              } else if (d.IsMap()) {
+                for (const auto& kv : d) {
+                  const std::string k = kv.first.Scalar();
+                  if (!kv.second.IsScalar()) throw std::string(at + "'" + k + "' expects a value, not a list or mapping");
+                  const std::string v = kv.second.Scalar();
+                  if (k == "name" || k == "path") spec.name = v;
+                  else if (k == "split") spec.split = v;
+                  else if (k == "format") {
+                    if (std::find(kFormats.begin(), kFormats.end(), v) == kFormats.end())
+                      throw std::string(at + "format '" + v + "' is not one of: auto, alpaca, messages, sharegpt, prompt_completion, text");
+                    spec.format = v;
+                  } else if (k == "weight") {
+                    try {
+                      size_t used = 0;
+                      spec.weight = std::stod(v, &used);
+                      if (used != v.size()) throw 0;
+                    } catch (...) {
+                      throw std::string(at + "weight expects a number, got '" + v + "'");
+                    }
+                    if (!(spec.weight > 0) || !std::isfinite(spec.weight)) throw std::string(at + "weight must be positive, got '" + v + "'");
+                  } else {
+                    std::string near = closest_choice(k, {"name", "path", "format", "split", "weight"});
+                    throw std::string(at + "unknown key '" + k + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+                  }
+                }
+              } else {
+                throw std::string(at + "expected a mapping like {name: a.jsonl, weight: 2}");
+              }
+              if (spec.name.empty()) throw std::string(at + "'name' is required (a file, folder or hub dataset)");
+              c.datasets.push_back(spec);
+            }
+          },
+          [](const TrainConfig& c) {
+            std::string out;
+            for (const auto& d : c.datasets) {
+              std::ostringstream w;
+              w << d.weight;
+              out += (out.empty() ? "" : ", ") + d.name + " (weight " + w.str() + (d.format.empty() ? "" : ", " + d.format) +
+                     (d.split == "train" ? "" : ", split " + d.split) + ")";
+            }
+            return out;
+          }};
+}
+
 Field bool_field(std::string key, std::string help, bool TrainConfig::*m) {
   return {key, help,
           [m](TrainConfig& c, const YAML::Node& n) {
@@ -148,6 +207,7 @@ const std::vector<Field>& fields() {
       double_field("eval_split_ratio", "hold out this fraction of dataset_name for eval (by seed)", &C::eval_split_ratio),
       int_field("eval_every_steps", "evaluate every N steps (0: after the last step only)", &C::eval_every_steps),
       int_field("eval_max_batches", "micro-batches per rank per evaluation (0: all)", &C::eval_max_batches),
+      datasets_field(),
       str_field("data_cache_dir", "tokenized-data cache (default: $AIR_DATA_CACHE, else ~/.cache/air/data)", &C::data_cache_dir),
       bool_field("save", "write the checkpoint at the end", &C::save),
       enum_field("save_dtype", "dtype of the saved weights", &C::save_dtype, {"auto", "bf16", "fp32"}),
@@ -298,7 +358,7 @@ void apply_override(TrainConfig& c, const std::string& assignment) {
   }
   if (n.IsNull() && !value.empty()) n = YAML::Node(value);
   try {
-    f->set(c, n.IsNull() && key != "lora" ? YAML::Node("") : n);
+    f->set(c, n.IsNull() && key != "lora" && key != "datasets" ? YAML::Node("") : n);
   } catch (const std::string& msg) {
     throw usage_error("--set " + key + ": " + msg);
   } catch (const LoraYamlError& le) {
@@ -318,7 +378,8 @@ static void validate_data_settings(const TrainConfig& c, std::vector<std::string
 void validate(const TrainConfig& c) {
   std::vector<std::string> e;
   if (c.model_name.empty()) e.push_back("model_name is required");
-  if (c.dataset_name.empty()) e.push_back("dataset_name is required");
+  if (c.dataset_name.empty() && c.datasets.empty()) e.push_back("dataset_name (or datasets:) is required");
+  if (!c.dataset_name.empty() && !c.datasets.empty()) e.push_back("set dataset_name or datasets:, not both");
   if (c.max_seq_len < 2) e.push_back("max_seq_len must be at least 2");
   if (c.per_device_batch_size < 1) e.push_back("per_device_batch_size must be at least 1");
   if (c.gradient_accumulation_steps < 1) e.push_back("gradient_accumulation_steps must be at least 1");

@@ -10,6 +10,14 @@
 
 namespace air::train {
 
+// One entry of `datasets:` (a mixture; docs/trainer.md, Data): its records, format, split and weight.
+struct DatasetSpec {
+  std::string name;            // as dataset_name: a file, folder or hub dataset
+  std::string format;          // dataset_format for this one ("": the top-level dataset_format)
+  std::string split = "train"; // a hub dataset's split
+  double weight = 1;           // its share of the mixture: weight / the sum of the weights
+};
+
 struct TrainConfig {
   // The reference script's keys (same names, same defaults).
   std::string model_name;
@@ -55,6 +63,7 @@ struct TrainConfig {
   double eval_split_ratio = 0;           // hold out this fraction of dataset_name (by seed) when eval_dataset is unset
   int64_t eval_every_steps = 0;          // 0: only after the last step (when there is eval data)
   int64_t eval_max_batches = 0;          // micro-batches per rank per evaluation (0: the whole eval set)
+  std::vector<DatasetSpec> datasets;     // a mixture instead of dataset_name
   std::string data_cache_dir;            // tokenized-data cache; default: $AIR_DATA_CACHE, else ~/.cache/air/data
   bool save = true;                      // write the consolidated checkpoint at the end
   std::string save_dtype = "auto";       // auto (bf16 when training in bf16, else fp32) | bf16 | fp32

@@ -37,7 +37,7 @@ std::string highlighted(const Example& e, const Tokenizer& tok, bool color) {
 
 int preview_data(const TrainConfig& c, const PreviewOptions& o, std::ostream& out, std::ostream& log) {
   if (c.model_name.empty() && c.tokenizer_path.empty()) throw usage_error("--preview-data needs model_name (or tokenizer_path)");
-  if (c.dataset_name.empty()) throw usage_error("--preview-data needs dataset_name");
+  if (c.dataset_name.empty() && c.datasets.empty()) throw usage_error("--preview-data needs dataset_name (or datasets:)");
   const Source model = resolve_tokenizer_files(c.model_name, &log);
   const std::string tok_path = c.tokenizer_path.empty() ? (fs::path(model.path) / "tokenizer.json").string() : c.tokenizer_path;
   TextEncoder enc = load_text_encoder(tok_path, model.path, log);
@@ -45,9 +45,16 @@ int preview_data(const TrainConfig& c, const PreviewOptions& o, std::ostream& ou
   std::optional<ChatTemplate> tmpl = load_chat_template(c, fs::path(tok_path).parent_path().string());
   if (tmpl) log << "chat template: " << tmpl->origin() << ", train_on " << c.train_on << "\n";
   ExampleBuilder builder(enc, tmpl ? &*tmpl : nullptr, settings.train_on);
-  const Source data = resolve_dataset(c.dataset_name, "train", &log);
-  DataStats stats;
-  std::vector<Record> records = read_all_records(data.files, settings, stats, o.records, &log);
+  // A mixture: the first N records of each dataset, in the order of datasets:, each in its own format.
+  std::vector<Record> records;
+  const std::vector<DatasetSpec> sources = c.datasets.empty() ? std::vector<DatasetSpec>{{c.dataset_name, "", "train", 1}} : c.datasets;
+  for (const DatasetSpec& d : sources) {
+    DataSettings ds = settings;
+    if (!d.format.empty()) ds.format = parse_format(d.format).value_or(DataFormat::kAuto);
+    const Source data = resolve_dataset(d.name, d.split, &log);
+    DataStats stats;
+    for (Record& r : read_all_records(data.files, ds, stats, o.records, &log)) records.push_back(std::move(r));
+  }
   int rc = 0;
   int64_t n = 0;
   for (const Record& r : records) {

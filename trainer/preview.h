@@ -1,4 +1,4 @@
-// air-train --preview-data N: the first N records exactly as they will be trained, from the tokenizer files
+// air-train --preview-data N: the first N records (of each dataset of a mixture) exactly as they will be trained, from the tokenizer files
 // alone (no weights, no GPU). On a terminal the rendered text with the trained tokens highlighted (plain
 // {+ +} markers with NO_COLOR or when not a terminal); with -o json one object per record, in order:
 // {"text", "input_ids", "labels"} (labels -100 where masked) or {"error": "..."} for a record that cannot

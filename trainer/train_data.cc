@@ -1,14 +1,16 @@
 // Loading the training and eval examples, their micro-batches, and the eval pass.
 #include "trainer/train_data.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
 #include "trainer/data/cache.h"
+#include "trainer/data/mixture.h"
 #include "trainer/parallel/engine.h"
 #include "trainer/sources.h"
 
@@ -16,7 +18,7 @@ namespace air::train {
 namespace fs = std::filesystem;
 namespace {
 
-LoadedData load_source(const TrainConfig& c, const Source& src, const DataSettings& settings, const ExampleBuilder& b,
+CachedData load_source(const TrainConfig& c, const Source& src, const DataSettings& settings, const ExampleBuilder& b,
                        const std::string& tokenizer_path, int64_t rank, std::ostream& log) {
   return load_examples_cached(src.files, settings, b, cache_settings(c.data_cache_dir, tokenizer_path, rank), log);
 }
@@ -26,7 +28,12 @@ LoadedData load_source(const TrainConfig& c, const Source& src, const DataSettin
 Source resolve_eval(const TrainConfig& c, std::ostream& log) {
   std::error_code ec;
   const std::string& e = c.eval_dataset;
-  if (e.find('/') == std::string::npos && !fs::exists(e, ec)) return resolve_dataset(c.dataset_name, e, &log);
+  if (e.find('/') == std::string::npos && !fs::exists(e, ec)) {
+    if (!c.datasets.empty())
+      throw Error("eval_dataset '" + e + "' is a split name, and with datasets: there is no one dataset_name to take it from",
+                  "set eval_dataset to a file, folder or hub dataset, or use eval_split_ratio");
+    return resolve_dataset(c.dataset_name, e, &log);
+  }
   if (fs::exists(e, ec)) return resolve_dataset(e, "train", &log);
   std::string tried;
   for (const char* split : {"validation", "test", "train"}) {
@@ -39,6 +46,28 @@ Source resolve_eval(const TrainConfig& c, std::ostream& log) {
   throw Error("eval_dataset " + e + ": no validation, test or train split (" + tried + ")");
 }
 
+// eval_split_ratio: a shuffle of the example indices by `shuffle_seed`, the first ratio * n (at least one)
+// are eval. Both sides become views of the same (mapped) examples: index lists, in example order.
+ExampleSet hold_out(ExampleSet& train, double ratio, uint64_t shuffle_seed, const std::string& name, int64_t seed,
+                    std::ostream& log) {
+  const size_t n = train.size();
+  const size_t k = std::max<size_t>(1, static_cast<size_t>(std::llround(ratio * static_cast<double>(n))));
+  if (k >= n) throw Error("eval_split_ratio " + std::to_string(ratio) + " leaves no training examples of " + std::to_string(n) + " in " + name);
+  std::vector<uint32_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(i);
+  seeded_shuffle(idx, shuffle_seed);
+  std::vector<uint8_t> is_eval(n, 0);
+  for (size_t i = 0; i < k; ++i) is_eval[idx[i]] = 1;
+  std::vector<uint32_t> eval_idx, kept;
+  eval_idx.reserve(k);
+  kept.reserve(n - k);
+  for (size_t i = 0; i < n; ++i) (is_eval[i] ? eval_idx : kept).push_back(static_cast<uint32_t>(i));
+  ExampleSet eval = train.select(std::move(eval_idx));
+  train = train.select(std::move(kept));
+  log << "eval: " << k << " examples held out of " << n << " (eval_split_ratio " << ratio << ", seed " << seed << ")\n";
+  return eval;
+}
+
 }  // namespace
 
 DataSettings data_settings(const TrainConfig& c) {
@@ -48,6 +77,7 @@ DataSettings data_settings(const TrainConfig& c) {
   s.train_on = parse_train_on(c.train_on).value_or(TrainOn::kAssistant);
   s.max_seq_len = c.max_seq_len;
   s.max_examples = c.max_examples;
+  s.progress = ::isatty(STDERR_FILENO) != 0;  // quiet in logs and pipes
   return s;
 }
 
@@ -67,37 +97,47 @@ TrainData load_train_data(const TrainConfig& c, int64_t rank, int64_t world_size
         << ", train_on " << c.train_on << "\n";
   ExampleBuilder builder(enc, tmpl ? &*tmpl : nullptr, settings.train_on);
 
-  const Source data = resolve_dataset(c.dataset_name, "train", &log);
-  log << "dataset: " << c.dataset_name << " from " << data.origin << "\n";
-  LoadedData train = load_source(c, data, settings, builder, tokenizer_path, rank, log);
-  if (train.examples.empty()) throw Error("dataset " + c.dataset_name + " has no usable records");
-  log << describe(train.stats, c.max_seq_len) << "\n";
-
   TrainData out;
+  CachedData train;
+  if (c.datasets.empty()) {
+    const Source data = resolve_dataset(c.dataset_name, "train", &log);
+    log << "dataset: " << c.dataset_name << " from " << data.origin << "\n";
+    train = load_source(c, data, settings, builder, tokenizer_path, rank, log);
+    if (train.examples.empty()) throw Error("dataset " + c.dataset_name + " has no usable records");
+    log << describe(train.stats, c.max_seq_len) << "\n";
+    if (c.eval_dataset.empty() && c.eval_split_ratio > 0)
+      out.eval = hold_out(train.examples, c.eval_split_ratio, static_cast<uint64_t>(c.seed) * 7919ull + 17, c.dataset_name, c.seed, log);
+  } else {
+    // A mixture (trainer/data/mixture.h): each dataset read, tokenized and cached on its own, with its own
+    // format and split; eval_split_ratio holds out of each one before mixing, so no example is in both.
+    std::vector<MixturePart> parts;
+    std::vector<ExampleSet> held;
+    for (size_t i = 0; i < c.datasets.size(); ++i) {
+      const DatasetSpec& d = c.datasets[i];
+      DataSettings ds = settings;
+      if (!d.format.empty()) ds.format = parse_format(d.format).value_or(DataFormat::kAuto);
+      const Source data = resolve_dataset(d.name, d.split, &log);
+      log << "dataset " << i + 1 << ": " << d.name << (d.split == "train" ? "" : " (" + d.split + ")") << " from " << data.origin << "\n";
+      CachedData part = load_source(c, data, ds, builder, tokenizer_path, rank, log);
+      log << describe(part.stats, c.max_seq_len) << "\n";
+      if (part.examples.empty()) throw Error("dataset " + d.name + " has no usable records", "remove it from datasets:, or fix its records");
+      if (c.eval_dataset.empty() && c.eval_split_ratio > 0)
+        held.push_back(hold_out(part.examples, c.eval_split_ratio, static_cast<uint64_t>(c.seed) * 7919ull + 17 + i, d.name, c.seed, log));
+      parts.push_back({d.name, std::move(part.examples), d.weight});
+    }
+    Mixture m = mix_datasets(parts, static_cast<uint64_t>(c.seed));
+    log << m.describe << "\n";
+    train.examples = std::move(m.examples);
+    if (!held.empty()) out.eval = ExampleSet::concat(held);
+  }
   if (!c.eval_dataset.empty()) {
     const Source ev = resolve_eval(c, log);
     log << "eval dataset: " << c.eval_dataset << " from " << ev.origin << "\n";
     DataSettings es = settings;
     es.max_examples = 0;
-    LoadedData loaded = load_source(c, ev, es, builder, tokenizer_path, rank, log);
+    CachedData loaded = load_source(c, ev, es, builder, tokenizer_path, rank, log);
     log << "eval " << describe(loaded.stats, c.max_seq_len) << "\n";
     out.eval = std::move(loaded.examples);
-  } else if (c.eval_split_ratio > 0) {
-    // Held out by seed: a shuffle of the example indices, the first ratio * n (at least one) are eval.
-    const size_t n = train.examples.size();
-    const size_t k = std::max<size_t>(1, static_cast<size_t>(std::llround(c.eval_split_ratio * static_cast<double>(n))));
-    if (k >= n) throw Error("eval_split_ratio " + std::to_string(c.eval_split_ratio) + " leaves no training examples of " + std::to_string(n));
-    std::vector<uint32_t> idx(n);
-    for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(i);
-    std::mt19937_64 rng(static_cast<uint64_t>(c.seed) * 7919ull + 17);
-    for (size_t i = n; i > 1; --i) std::swap(idx[i - 1], idx[rng() % i]);
-    std::vector<uint8_t> is_eval(n, 0);
-    for (size_t i = 0; i < k; ++i) is_eval[idx[i]] = 1;
-    std::vector<Example> kept;
-    kept.reserve(n - k);
-    for (size_t i = 0; i < n; ++i) (is_eval[i] ? out.eval : kept).push_back(std::move(train.examples[i]));
-    train.examples = std::move(kept);
-    log << "eval: " << k << " examples held out of " << n << " (eval_split_ratio " << c.eval_split_ratio << ", seed " << c.seed << ")\n";
   }
   DataOptions dopt{c.max_seq_len, c.per_device_batch_size, c.gradient_accumulation_steps, rank, world_size,
                    c.packing, static_cast<uint64_t>(c.seed), enc.pad};
@@ -106,7 +146,7 @@ TrainData load_train_data(const TrainConfig& c, int64_t rank, int64_t world_size
   return out;
 }
 
-std::vector<MicroBatch> eval_batches(const std::vector<Example>& eval, const DataOptions& o, int64_t max_batches) {
+std::vector<MicroBatch> eval_batches(const ExampleSet& eval, const DataOptions& o, int64_t max_batches) {
   if (eval.empty()) return {};
   DataOptions eo = o;
   eo.grad_accum = 1;
@@ -124,12 +164,12 @@ std::vector<MicroBatch> eval_batches(const std::vector<Example>& eval, const Dat
 }
 
 EvalResult evaluate(Engine& engine, const std::vector<MicroBatch>& batches, const at::Device& device) {
-  // The engines have one pass, forward and backward: run it with a zero loss scale (the gradients it adds
-  // are zero and cleared after) and keep the forward's summed loss.
+  // The forward alone (Engine::forward_loss: no backward in the FSDP engine; the others run their one pass
+  // with a zero loss scale, whose zero gradients are cleared after).
   double local_sum = 0, local_count = 0;
   engine.zero_grad();
   for (const auto& mb : batches) {
-    local_sum += engine.forward_backward(mb, 0.0).item<double>();
+    local_sum += engine.forward_loss(mb).item<double>();
     local_count += static_cast<double>(mb.target_tokens);
   }
   engine.zero_grad();

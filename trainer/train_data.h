@@ -18,7 +18,7 @@ class Engine;
 
 struct TrainData {
   std::unique_ptr<DataLoader> train;
-  std::vector<Example> eval;  // empty: no evaluation
+  ExampleSet eval;            // empty: no evaluation
   DataOptions options;        // the train loader's (eval batches are cut the same way)
 };
 
@@ -30,14 +30,15 @@ TrainData load_train_data(const TrainConfig& c, int64_t rank, int64_t world_size
 
 // This rank's eval micro-batches: every eval row once over all ranks, the same number of micro-batches on
 // every rank (rows past the end are padding), at most `max_batches` (0: all).
-std::vector<MicroBatch> eval_batches(const std::vector<Example>& eval, const DataOptions& o, int64_t max_batches);
+std::vector<MicroBatch> eval_batches(const ExampleSet& eval, const DataOptions& o, int64_t max_batches);
 
 struct EvalResult {
   double loss = 0;        // mean over every eval target token of every rank
   double perplexity = 0;  // exp(loss)
   int64_t tokens = 0;     // target tokens over all ranks
 };
-// The forward of every batch; the engine's gradients are left zero. Every rank calls it with its batches.
+// The forward of every batch (Engine::forward_loss); the engine's gradients are left zero. Every rank calls
+// it with its batches.
 EvalResult evaluate(Engine& engine, const std::vector<MicroBatch>& batches, const at::Device& device);
 // {"step": 10, "eval_loss": 2.1, "eval_perplexity": 8.2, "eval_tokens": 4000}
 std::string eval_json_line(int64_t step, const EvalResult& r);

@@ -275,7 +275,7 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
   SaveOptions save{c.output_dir,
                    c.save_dtype == "bf16" || (c.save_dtype == "auto" && s.compute_dtype == at::kBFloat16) ? at::kBFloat16
                                                                                                            : at::kFloat,
-                   parse_size(c.max_shard_size), s.model_dir, p.tokenizer_path};
+                   parse_size(c.max_shard_size), s.model_dir, p.tokenizer_path, c.chat_template};
   if (c.save && s.rank == 0) check_output_dir(c.output_dir);
 
   auto engine = make_engine ? make_engine(s) : c.lora.enabled ? make_lora_engine(s) : make_fsdp_engine(s);

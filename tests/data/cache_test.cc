@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base/error.h"
 #include "trainer/data/cache.h"
 #include "trainer/tokenizer/tokenizer.h"
 
@@ -61,17 +62,26 @@ TEST_CASE("cache: a miss tokenizes and writes an entry - the next load reads it 
   ExampleBuilder b(f.enc, &t, TrainOn::kAssistant);
   DataSettings s;
   std::ostringstream log1, log2;
-  LoadedData first = load_examples_cached({f.data}, s, b, f.cache(), log1);
+  CachedData first = load_examples_cached({f.data}, s, b, f.cache(), log1);
   CHECK(log1.str().find("data cache: miss, tokenized 50 records") != std::string::npos);
   CHECK(f.entries() == 1);
-  LoadedData second = load_examples_cached({f.data}, s, b, f.cache(), log2);
+  CachedData second = load_examples_cached({f.data}, s, b, f.cache(), log2);
   CHECK(log2.str().find("data cache: hit") != std::string::npos);
   CHECK(log2.str().find("nothing tokenized") != std::string::npos);
   CHECK(log2.str().find("data: ") == std::string::npos);  // no file was read
-  REQUIRE(second.examples.size() == first.examples.size());
-  for (size_t i = 0; i < first.examples.size(); ++i) {
-    CHECK(second.examples[i].ids == first.examples[i].ids);
-    CHECK(second.examples[i].mask == first.examples[i].mask);
+  // Both read the entry through a mapping (the writer too, once it is in place), and hold exactly what
+  // tokenizing without the cache gives.
+  CHECK(first.examples.mapped());
+  CHECK(second.examples.mapped());
+  std::ostringstream log3;
+  LoadedData direct = load_examples({f.data}, s, b, log3);
+  REQUIRE(direct.examples.size() == 50);
+  REQUIRE(second.examples.size() == direct.examples.size());
+  REQUIRE(first.examples.size() == direct.examples.size());
+  for (size_t i = 0; i < direct.examples.size(); ++i) {
+    CHECK(second.examples.copy(i).ids == direct.examples[i].ids);
+    CHECK(second.examples.copy(i).mask == direct.examples[i].mask);
+    CHECK(first.examples.copy(i).ids == direct.examples[i].ids);
   }
   CHECK(second.stats.tokens == first.stats.tokens);
   CHECK(second.stats.trained_tokens == first.stats.trained_tokens);
@@ -116,4 +126,51 @@ TEST_CASE("cache: a writer killed before its entry is complete leaves no entry, 
   CHECK(f.entries() == 1);
   for (const auto& e : fs::directory_iterator(f.dir / "cache"))  // the dead writer's folder is gone
     CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+TEST_CASE("cache: with data_cache_dir off the examples are owned, not mapped, and the same") {
+  Fixture f;
+  ChatTemplate t = f.chat();
+  ExampleBuilder b(f.enc, &t, TrainOn::kAssistant);
+  DataSettings s;
+  std::ostringstream log;
+  CachedData off = load_examples_cached({f.data}, s, b, CacheSettings{"", f.tok_path}, log);
+  CachedData on = load_examples_cached({f.data}, s, b, f.cache(), log);
+  CHECK_FALSE(off.examples.mapped());
+  CHECK(f.entries() == 1);
+  REQUIRE(off.examples.size() == on.examples.size());
+  for (size_t i = 0; i < on.examples.size(); ++i) CHECK(off.examples.copy(i).ids == on.examples.copy(i).ids);
+}
+
+TEST_CASE("cache: a damaged entry is a clear error naming it") {
+  Fixture f;
+  ChatTemplate t = f.chat();
+  ExampleBuilder b(f.enc, &t, TrainOn::kAssistant);
+  DataSettings s;
+  std::ostringstream log;
+  load_examples_cached({f.data}, s, b, f.cache(), log);
+  fs::path entry;
+  for (const auto& e : fs::directory_iterator(f.dir / "cache"))
+    if (e.is_directory()) entry = e.path();
+  fs::resize_file(entry / "ids.bin", fs::file_size(entry / "ids.bin") - 8);
+  try {
+    load_examples_cached({f.data}, s, b, f.cache(), log);
+    FAIL("no error");
+  } catch (const air::Error& e) {
+    CHECK(std::string(e.what()) == "cache entry " + entry.string() + " is damaged (mask and ids differ in length)");
+    CHECK(e.hint() == "delete the entry's folder; the next start writes it again");
+  }
+}
+
+TEST_CASE("cache: bad records leave no entry and no temporary folder") {
+  Fixture f;
+  std::ofstream(f.data, std::ios::app) << R"({"messages": [{"role": "user"}]})" << "\n";
+  ChatTemplate t = f.chat();
+  ExampleBuilder b(f.enc, &t, TrainOn::kAssistant);
+  DataSettings s;
+  std::ostringstream log;
+  CHECK_THROWS_AS(load_examples_cached({f.data}, s, b, f.cache(), log), air::Error);
+  size_t left = 0;
+  for (const auto& e : fs::directory_iterator(f.dir / "cache")) left += e.is_directory();
+  CHECK(left == 0);
 }

@@ -118,3 +118,39 @@ TEST_CASE("train config: precision fp8 is opt-in, checked, and located when miss
     REQUIRE(std::string(e.what()).find("invalid configuration: precision: fp8 computes in bf16") != std::string::npos);
   }
 }
+
+TEST_CASE("train config: datasets: is a mixture of named datasets, checked entry by entry") {
+  TrainConfig c;
+  apply_yaml(c, R"(model_name: m
+datasets:
+  - {name: a.jsonl, weight: 3}
+  - name: org/chat
+    format: sharegpt
+    split: validation
+  - b.parquet
+)", "p.yaml");
+  REQUIRE(c.datasets.size() == 3);
+  CHECK(c.datasets[0].name == "a.jsonl");
+  CHECK(c.datasets[0].weight == Approx(3));
+  CHECK(c.datasets[0].format.empty());
+  CHECK(c.datasets[1].format == "sharegpt");
+  CHECK(c.datasets[1].split == "validation");
+  CHECK(c.datasets[1].weight == Approx(1));
+  CHECK(c.datasets[2].name == "b.parquet");
+  CHECK(c.datasets[2].split == "train");
+  REQUIRE_NOTHROW(validate(c));
+  CHECK(render_config(c).find("a.jsonl (weight 3), org/chat (weight 1, sharegpt, split validation), b.parquet (weight 1)") !=
+        std::string::npos);
+  try {
+    TrainConfig d;
+    apply_yaml(d, "model_name: m\ndatasets:\n  - {name: a.jsonl, wieght: 2}\n", "q.yaml");
+    FAIL("expected an error");
+  } catch (const air::Error& e) {
+    CHECK(std::string(e.what()).find("q.yaml:3:3: error: 'datasets': entry 1: unknown key 'wieght' (did you mean 'weight'?)") == 0);
+  }
+  CHECK_THROWS_WITH(apply_yaml(c, "datasets: [{name: a, weight: -1}]\n", "r.yaml"),
+                    Catch::Contains("'datasets': entry 1: weight must be positive, got '-1'"));
+  TrainConfig both;
+  apply_yaml(both, "model_name: m\ndataset_name: x.jsonl\ndatasets: [y.jsonl]\n", "s.yaml");
+  CHECK_THROWS_WITH(validate(both), Catch::Contains("set dataset_name or datasets:, not both"));
+}

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
 #include "trainer/model/model.h"
@@ -39,6 +42,29 @@ void copy_if_exists(const fs::path& from, const fs::path& to) {
   if (!fs::is_regular_file(from, ec)) return;
   fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
   if (ec) throw Error("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
+}
+
+// The trained-with template (chat_template:) in place of the tokenizer's: chat_template.jinja, and
+// tokenizer_config.json's chat_template (a string; a list of named templates gets its "default" replaced).
+void save_chat_template(const fs::path& file, const fs::path& dir) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error("cannot read the chat template " + file.string() + " to save it with the checkpoint");
+  std::stringstream text;
+  text << in.rdbuf();
+  write_text(dir / "chat_template.jinja", text.str());
+  nlohmann::json cfg = nlohmann::json::object();
+  if (std::ifstream cin(dir / "tokenizer_config.json"); cin) {
+    cfg = nlohmann::json::parse(cin, nullptr, false);
+    if (cfg.is_discarded() || !cfg.is_object()) return;  // not ours to repair; chat_template.jinja is written
+  }
+  nlohmann::json& t = cfg["chat_template"];
+  if (t.is_array()) {
+    for (auto& e : t)
+      if (e.is_object() && e.value("name", "") == "default") e["template"] = text.str();
+  } else {
+    t = text.str();
+  }
+  write_text(dir / "tokenizer_config.json", cfg.dump(2) + "\n");
 }
 
 std::string dtype_name(at::ScalarType t) { return t == at::kBFloat16 ? "bfloat16" : t == at::kHalf ? "float16" : "float32"; }
@@ -113,6 +139,7 @@ CheckpointSaver::CheckpointSaver(const LlamaConfig& c, SaveOptions o) : config_(
     for (const char* f : {"tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"})
       copy_if_exists(fs::exists(tdir / f) ? tdir / f : src / f, t / f);
   }
+  if (!o_.chat_template_file.empty()) save_chat_template(o_.chat_template_file, t);
   specs_ = checkpoint_specs(c, o_.dtype);
   order_ = checkpoint_write_order(c);
   writer_ = std::make_unique<ShardedWriter>(tmp_, specs_, o_.max_shard_bytes);

@@ -24,6 +24,9 @@ struct SaveOptions {
   uint64_t max_shard_bytes = 5000000000ull;
   std::string source_model_dir;  // generation_config.json and tokenizer side files are copied from here
   std::string tokenizer_path;    // tokenizer.json to copy
+  // The `chat_template:` setting's file, when set: the template the model was trained with, saved as the
+  // checkpoint's chat_template.jinja and as tokenizer_config.json's chat_template, so it is served with it.
+  std::string chat_template_file;
 };
 
 // The sharded resumable checkpoints' default folder inside output_dir. Replacing output_dir with a new

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,42 +72,6 @@ class Hasher {
   uint64_t a_ = 0xcbf29ce484222325ull, b_ = 0x84222325cbf29ce4ull;
 };
 
-struct IndexRow {
-  int64_t offset, length, prompt_len, has_mask;
-};
-
-template <typename T>
-void write_vec(const fs::path& p, const std::vector<T>& v) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  if (!out) throw Error("cannot write " + p.string() + " (disk full?)");
-}
-
-// A read-only mapping of a whole file.
-class Mapped {
- public:
-  explicit Mapped(const fs::path& p) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error("cannot open cache file " + p.string());
-    struct stat st {};
-    ::fstat(fd, &st);
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (data_ == MAP_FAILED) throw Error("cannot map cache file " + p.string());
-  }
-  ~Mapped() {
-    if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
-  }
-  template <typename T>
-  const T* as() const { return static_cast<const T*>(data_); }
-  size_t size() const { return size_; }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 // flock on a file: held until destruction (the kernel drops it if the process dies).
 class FileLock {
  public:
@@ -158,47 +121,21 @@ std::string cache_key(const std::vector<std::string>& files, const DataSettings&
   return h.hex();
 }
 
-void write_cache_entry(const std::string& dir, const LoadedData& data) {
-  fs::create_directories(dir);
-  std::vector<IndexRow> index;
-  std::vector<int32_t> ids;
-  std::vector<uint8_t> mask;
-  index.reserve(data.examples.size());
-  for (const auto& e : data.examples) {
-    index.push_back({static_cast<int64_t>(ids.size()), static_cast<int64_t>(e.ids.size()), e.prompt_len, !e.mask.empty()});
-    ids.insert(ids.end(), e.ids.begin(), e.ids.end());
-    if (e.mask.empty()) mask.resize(ids.size(), 0);
-    else mask.insert(mask.end(), e.mask.begin(), e.mask.end());
-  }
-  write_vec(fs::path(dir) / "index.bin", index);
-  write_vec(fs::path(dir) / "ids.bin", ids);
-  write_vec(fs::path(dir) / "mask.bin", mask);
-  const DataStats& s = data.stats;
+void write_cache_stats(const std::string& dir, const DataStats& s) {
   nlohmann::json j = {{"records", s.records}, {"examples", s.examples}, {"skipped_bad", s.skipped_bad},
                       {"skipped_untrained", s.skipped_untrained}, {"tokens", s.tokens}, {"trained_tokens", s.trained_tokens},
                       {"truncated", s.truncated}, {"formats", s.formats}, {"skipped_examples", s.skipped_examples}};
-  std::ofstream(fs::path(dir) / "stats.json") << j.dump(1) << "\n";
+  std::ofstream out(fs::path(dir) / "stats.json");
+  out << j.dump(1) << "\n";
+  if (!out.flush()) throw Error("cannot write " + (fs::path(dir) / "stats.json").string() + " (disk full?)");
 }
 
-LoadedData read_cache_entry(const std::string& dir) {
-  LoadedData out;
-  Mapped index(fs::path(dir) / "index.bin"), ids(fs::path(dir) / "ids.bin"), mask(fs::path(dir) / "mask.bin");
-  const size_t n = index.size() / sizeof(IndexRow), tokens = ids.size() / sizeof(int32_t);
-  if (mask.size() != tokens) throw Error("cache entry " + dir + " is damaged (mask and ids differ in length)", "delete it");
-  out.examples.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const IndexRow& r = index.as<IndexRow>()[i];
-    if (r.offset < 0 || r.length < 0 || static_cast<size_t>(r.offset + r.length) > tokens)
-      throw Error("cache entry " + dir + " is damaged (index out of range)", "delete it");
-    Example& e = out.examples[i];
-    e.ids.assign(ids.as<int32_t>() + r.offset, ids.as<int32_t>() + r.offset + r.length);
-    e.prompt_len = r.prompt_len;
-    if (r.has_mask) e.mask.assign(mask.as<uint8_t>() + r.offset, mask.as<uint8_t>() + r.offset + r.length);
-  }
+DataStats read_cache_stats(const std::string& dir) {
   std::ifstream in(fs::path(dir) / "stats.json");
   auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw Error("cache entry " + dir + " is damaged (stats.json)", "delete it");
-  DataStats& s = out.stats;
+  if (j.is_discarded() || !j.is_object())
+    throw Error("cache entry " + dir + " is damaged (stats.json)", "delete the entry's folder; the next start writes it again");
+  DataStats s;
   s.records = j.value("records", 0);
   s.examples = j.value("examples", 0);
   s.skipped_bad = j.value("skipped_bad", 0);
@@ -208,12 +145,15 @@ LoadedData read_cache_entry(const std::string& dir) {
   s.truncated = j.value("truncated", 0);
   s.formats = j.value("formats", std::map<std::string, int64_t>{});
   s.skipped_examples = j.value("skipped_examples", std::vector<std::string>{});
-  return out;
+  return s;
 }
 
-LoadedData load_examples_cached(const std::vector<std::string>& files, const DataSettings& settings,
+CachedData load_examples_cached(const std::vector<std::string>& files, const DataSettings& settings,
                                 const ExampleBuilder& builder, const CacheSettings& cache, std::ostream& log) {
-  if (cache.dir.empty()) return load_examples(files, settings, builder, log);
+  if (cache.dir.empty()) {
+    LoadedData d = load_examples(files, settings, builder, log);
+    return {ExampleSet(d.examples), d.stats};
+  }
   std::error_code ec;
   fs::create_directories(cache.dir, ec);
   if (ec) throw Error("cannot create the data cache " + cache.dir + ": " + ec.message(), "set data_cache_dir to a writable folder, or off");
@@ -222,8 +162,8 @@ LoadedData load_examples_cached(const std::vector<std::string>& files, const Dat
   FileLock lock(fs::path(cache.dir) / (key + ".lock"));
   if (fs::is_directory(entry, ec)) {
     auto t0 = std::chrono::steady_clock::now();
-    LoadedData d = read_cache_entry(entry.string());
-    log << "data cache: hit " << entry.string() << " (" << d.examples.size() << " examples, nothing tokenized, "
+    CachedData d{ExampleSet::map_entry(entry.string()), read_cache_stats(entry.string())};
+    log << "data cache: hit " << entry.string() << " (" << d.examples.size() << " examples, mapped, nothing tokenized, "
         << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s)\n";
     return d;
   }
@@ -231,16 +171,24 @@ LoadedData load_examples_cached(const std::vector<std::string>& files, const Dat
   for (const auto& it : fs::directory_iterator(cache.dir, ec))
     if (it.path().filename().string().rfind(key + ".tmp-", 0) == 0) fs::remove_all(it.path(), ec);
   auto t0 = std::chrono::steady_clock::now();
-  LoadedData d = load_examples(files, settings, builder, log);
   const fs::path tmp = fs::path(cache.dir) / (key + ".tmp-" + std::to_string(::getpid()));
-  write_cache_entry(tmp.string(), d);
+  DataStats stats;
+  try {
+    ExampleSetWriter writer(tmp.string());
+    load_examples_into(files, settings, builder, log, [&](Example&& e) { writer.add(e); }, stats);
+    writer.finish();
+    write_cache_stats(tmp.string(), stats);
+  } catch (...) {  // bad records, a full disk: no entry, and no leftover
+    fs::remove_all(tmp, ec);
+    throw;
+  }
   // Fault injection for the tests: die with the entry written but not yet in place.
   if (const char* fault = std::getenv("AIR_DATA_CACHE_FAULT"); fault && std::string(fault) == "before_rename") std::_Exit(3);
   fs::rename(tmp, entry, ec);
   if (ec) throw Error("cannot move the data cache entry into place " + entry.string() + ": " + ec.message());
-  log << "data cache: miss, tokenized " << d.stats.records << " records in "
+  log << "data cache: miss, tokenized " << stats.records << " records in "
       << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s into " << entry.string() << "\n";
-  return d;
+  return {ExampleSet::map_entry(entry.string()), stats};
 }
 
 }  // namespace air::train

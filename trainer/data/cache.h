@@ -6,7 +6,9 @@
 // <dir>/<key>.tmp-<pid> and renamed into place when complete, so a killed tokenization leaves no half entry
 // (its temporary folder is removed by the next writer). The ranks of a node share it: each takes an
 // exclusive lock on <dir>/<key>.lock; the first finds no entry and writes it, the others wait on the lock and
-// then read (memory-mapped). A second start tokenizes nothing and says so. No libtorch (library air_data).
+// then read. Every rank - the writer too, once its entry is in place - reads the examples straight from a
+// read-only mapping of the entry (trainer/data/example_set.h): the tokens sit once in the node's page cache,
+// not in each rank's memory. A second start tokenizes nothing and says so. No libtorch (library air_data).
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "trainer/data/dataset.h"
+#include "trainer/data/example_set.h"
 
 namespace air::train {
 
@@ -29,12 +32,18 @@ CacheSettings cache_settings(const std::string& dir_setting, const std::string& 
 std::string cache_key(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
                       const CacheSettings& cache);
 
-// load_examples() through the cache: a hit reads the entry, a miss tokenizes and writes it.
-LoadedData load_examples_cached(const std::vector<std::string>& files, const DataSettings& settings,
+struct CachedData {
+  ExampleSet examples;  // mapped from the entry; owned when the cache is off
+  DataStats stats;
+};
+
+// load_examples() through the cache: a hit maps the entry, a miss tokenizes into it (example by example,
+// nothing held back) and then maps it.
+CachedData load_examples_cached(const std::vector<std::string>& files, const DataSettings& settings,
                                 const ExampleBuilder& builder, const CacheSettings& cache, std::ostream& log);
 
-// Writes / reads one entry folder (exposed for the tests).
-void write_cache_entry(const std::string& dir, const LoadedData& data);
-LoadedData read_cache_entry(const std::string& dir);
+// The stats.json of an entry (exposed for the tests and the memory bench).
+void write_cache_stats(const std::string& dir, const DataStats& stats);
+DataStats read_cache_stats(const std::string& dir);
 
 }  // namespace air::train

@@ -4,6 +4,7 @@
 // errors or skipped and counted. No libtorch (library air_data).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -23,6 +24,7 @@ struct DataSettings {
   int64_t max_seq_len = 1024;
   int64_t max_examples = 0;  // 0: all
   int threads = 0;           // 0: every core
+  bool progress = false;     // a progress line on stderr while tokenizing (set when stderr is a terminal)
 };
 
 // Turns one record into an example. Thread-safe.
@@ -66,9 +68,19 @@ struct LoadedData {
 LoadedData load_examples(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
                          std::ostream& log);
 
+// The same, each kept example handed to `sink` in record order as soon as its chunk is built (the cache
+// writes them straight to disk): the records are read, built and freed chunk by chunk, so memory does not
+// grow with the dataset (JSON Lines; a .json or Parquet file is parsed whole first). `stats` gets the counts.
+void load_examples_into(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
+                        std::ostream& log, const std::function<void(Example&&)>& sink, DataStats& stats);
+
 // Reads the records of `files` in order (up to max_records; 0: all), counting what was skipped.
 std::vector<Record> read_all_records(const std::vector<std::string>& files, const DataSettings& settings, DataStats& stats,
                                      int64_t max_records, std::ostream* log);
+
+// "tokenizing: 16,384 records (16%), 8,192 records/s, ETA 10s": the terminal's progress line after `seconds`,
+// with `done` the fraction of the files' bytes read.
+std::string progress_line(size_t records, double done, double seconds);
 
 // "data: 1200 examples (messages 1200), 250000 tokens (mean 208), 60000 trained; 3 longer than max_seq_len
 // 1024 (truncated); skipped: 2 bad records, 1 with no trained token"

@@ -1,7 +1,9 @@
 // Format detection and checking of one record, and the JSON / JSON Lines / Parquet readers with
 // bad_records: error (every bad record reported at once, up to 20) or skip (counted).
 #include "trainer/data/records.h"
+#include "trainer/data/record_stream.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -223,8 +225,14 @@ namespace {
 // Collects good records and bad ones by the policy; `fail()` throws every bad record at once.
 class Collector {
  public:
-  Collector(const std::string& path, const ReadOptions& o) : path_(path), o_(o) {}
-  bool full() const { return o_.max_records > 0 && static_cast<int64_t>(out_.records.size()) >= o_.max_records; }
+  Collector(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) : path_(path), o_(o), sink_(sink) {}
+  bool full() const { return o_.max_records > 0 && taken_ >= o_.max_records; }
+  // With a sink: hands the records taken so far to it (`done`: the fraction of the file read).
+  void flush(double done) {
+    if (!sink_ || !errors_.empty() || out_.records.empty()) return;
+    (*sink_)(std::move(out_.records), done);
+    out_.records.clear();
+  }
   // Detects the file's format from its first record when auto; false (and a bad record) if it cannot.
   bool settle_format(const nlohmann::json& j, const std::string& where) {
     if (out_.format != DataFormat::kAuto) return true;
@@ -243,11 +251,15 @@ class Collector {
     if (!settle_format(j, where)) return;
     try {
       out_.records.push_back(record_from_json(j, out_.format, where));
+      ++taken_;
     } catch (const RecordError& e) {
       bad(e.what());
     }
   }
-  void take(Record r) { out_.records.push_back(std::move(r)); }
+  void take(Record r) {
+    out_.records.push_back(std::move(r));
+    ++taken_;
+  }
   void bad(const std::string& message) {
     if (o_.skip_bad) {
       ++out_.skipped;
@@ -267,6 +279,7 @@ class Collector {
                       (errors_total_ > 1 ? "s" : "") + " in " + path_,
                   hint());
     }
+    flush(1.0);
     return std::move(out_);
   }
   DataFormat format() const { return out_.format; }
@@ -283,13 +296,17 @@ class Collector {
   ReadResult out_;
   std::vector<std::string> errors_;
   size_t errors_total_ = 0;
+  int64_t taken_ = 0;
+  const RecordSink* sink_;
 };
 
 // Lines are read in chunks and each chunk's records parsed and checked on every core, then taken in order.
-ReadResult read_jsonl(const std::string& path, const ReadOptions& o) {
+ReadResult read_jsonl(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read dataset " + path);
-  Collector c(path, o);
+  std::error_code ec;
+  const auto bytes = static_cast<double>(std::filesystem::file_size(path, ec));
+  Collector c(path, o, sink);
   constexpr size_t kChunk = 16384;
   struct Parsed {
     std::optional<Record> record;
@@ -334,11 +351,13 @@ ReadResult read_jsonl(const std::string& path, const ReadOptions& o) {
       if (p.record) c.take(std::move(*p.record));
       else c.bad(p.error);
     }
+    const auto at = in.tellg();
+    c.flush(eof || at < 0 || !(bytes > 0) ? 1.0 : std::min(1.0, static_cast<double>(at) / bytes));
   }
   return c.finish();
 }
 
-ReadResult read_json(const std::string& path, const ReadOptions& o) {
+ReadResult read_json(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read dataset " + path);
   std::stringstream ss;
@@ -346,14 +365,14 @@ ReadResult read_json(const std::string& path, const ReadOptions& o) {
   auto j = nlohmann::json::parse(ss.str(), nullptr, false);
   if (j.is_discarded()) throw Error(path + ": not valid JSON", "a .json dataset is one list of records; use .jsonl for one per line");
   if (!j.is_array()) throw Error(path + ": expected a list of records");
-  Collector c(path, o);
+  Collector c(path, o, sink);
   for (size_t i = 0; i < j.size() && !c.full() && !c.too_many(); ++i) c.add(j[i], path + ": record " + std::to_string(i));
   return c.finish();
 }
 
 // Parquet: flat string columns. Conversations are stored as JSON text in the `messages` / `conversations`
 // column (the reader has no nested list<struct> columns); prompt / completion / text / Alpaca are strings.
-ReadResult read_parquet(const std::string& path, const ReadOptions& o) {
+ReadResult read_parquet(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) {
   data::ParquetFile f(path);
   auto has = [&](const char* n) { return f.find_column(n) >= 0; };
   DataFormat fmt = o.format;
@@ -400,7 +419,7 @@ ReadResult read_parquet(const std::string& path, const ReadOptions& o) {
     fmt = detect_format(objs[0]).value_or(fmt);
   ReadOptions forced = o;
   forced.format = fmt;
-  Collector c(path, forced);
+  Collector c(path, forced, sink);
   int64_t row = 0;
   for (size_t g = 0; g < f.meta().row_groups.size(); ++g) {
     const int64_t n = f.meta().row_groups[g].num_rows;
@@ -416,6 +435,12 @@ ReadResult read_records(const std::string& path, const ReadOptions& options) {
   if (ends_with(path, ".jsonl")) return read_jsonl(path, options);
   if (ends_with(path, ".parquet")) return read_parquet(path, options);
   return read_json(path, options);
+}
+
+ReadResult read_records_chunked(const std::string& path, const ReadOptions& options, const RecordSink& sink) {
+  if (ends_with(path, ".jsonl")) return read_jsonl(path, options, &sink);
+  if (ends_with(path, ".parquet")) return read_parquet(path, options, &sink);
+  return read_json(path, options, &sink);
 }
 
 }  // namespace air::train

@@ -36,6 +36,10 @@ class Engine {
   // targets is multiplied by loss_scale (1 / global target tokens of the step) before backward. Returns
   // the unscaled summed loss, detached, fp32 on the device (no host synchronisation).
   virtual at::Tensor forward_backward(const MicroBatch& mb, double loss_scale) = 0;
+  // The forward alone (evaluation): the summed loss of the micro-batch's targets, as forward_backward
+  // returns it, leaving gradients and the step's state alone. Every rank calls it. By default the full pass
+  // with a zero loss scale (its gradients are zero); the FSDP engine runs no backward at all.
+  virtual at::Tensor forward_loss(const MicroBatch& mb) { return forward_backward(mb, 0.0); }
   // Completes the step's gradients, clips them to max_norm (0: no clipping) and returns the global norm
   // before clipping (0-dim fp32 on the device).
   virtual at::Tensor clip_grad_norm(double max_norm) = 0;

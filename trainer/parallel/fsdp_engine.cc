@@ -157,6 +157,33 @@ class FsdpEngine : public Engine {
     return head.loss_sum;
   }
 
+  // Evaluation: the blocks' forward without saving activations, and the head's loss without its parameter
+  // gradients; no backward, no gradient buffer touched, the step's counters unchanged.
+  at::Tensor forward_loss(const MicroBatch& mb) override {
+    at::NoGradGuard no_grad;
+    const auto dev = s_.device;
+    const LlamaConfig& c = s_.model_config;
+    const int64_t N = mb.input_ids.size(0) * mb.input_ids.size(1);
+    const size_t L = model_.blocks().size();
+    const bool sharded = fsdp_->collectives();
+    at::Tensor ids = mb.input_ids.to(dev).reshape({N});
+    at::Tensor targets = mb.targets.to(dev).reshape({N});
+    const AttnPlans plans = make_attn_plans(c, rope_, mb.positions, mb.segments, s_.compute_dtype, dev);
+    RootView root = root_view(fsdp_->acquire(0));
+    if (sharded) fsdp_->prefetch(1);
+    at::Tensor h = embed_fwd(c, root.embed, ids);
+    for (size_t l = 0; l < L; ++l) {
+      BlockView w = block_view(c, fsdp_->acquire(1 + l));
+      if (sharded && l + 1 < L) fsdp_->prefetch(2 + l);
+      h = block_fwd(c, w, h, plans.layer(c, l), nullptr, fp8_for(l, w));
+      if (sharded && fp8_) fp8_blocks_[l] = Fp8Block();
+      fsdp_->release_gathered(1 + l);
+    }
+    HeadResult head = head_loss_fwd_bwd(c, h, root.norm, root.head, targets, 1.0, at::Tensor(), at::Tensor(), chunk_rows_);
+    fsdp_->release_gathered(0);
+    return head.loss_sum;
+  }
+
   at::Tensor clip_grad_norm(double max_norm) override {
     return max_norm > 0 ? fsdp_->clip_grad_norm(max_norm) : fsdp_->grad_norm();
   }

@@ -3,7 +3,7 @@
 #include "trainer/tokenizer/bpe_model.h"
 
 #include <algorithm>
-#include <mutex>
+#include <atomic>
 #include <queue>
 
 namespace air::train {
@@ -21,6 +21,20 @@ struct Candidate {
 };
 
 constexpr size_t kMaxCachedPiece = 256;
+
+// The cache of recent pieces: one per thread, direct-mapped by the piece's hash, so a lookup takes no lock
+// and touches one slot (a shared map under a reader lock cost more than the merging it saved). A slot
+// belongs to one model (`model`: BpeModel ids are never reused, unlike addresses).
+struct CacheSlot {
+  uint64_t model = 0;
+  size_t hash = 0;
+  std::string piece;
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> lengths;  // bytes of the piece per token
+};
+constexpr size_t kCacheSlots = 1 << 13;
+std::atomic<uint64_t> next_model_id{1};
+
 
 // Spreads a pair key over the table (the high bits of a multiplicative hash).
 uint64_t mix(uint64_t key) {
@@ -52,7 +66,7 @@ struct BpeModel::Symbol {
 
 BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::vector<BpeMerge>& merges,
                    BpeModelOptions options)
-    : options_(options) {
+    : options_(options), id_(next_model_id++) {
   vocab_.reserve(vocab.size());
   for (auto& [k, v] : vocab) vocab_.emplace(k, v);
   static const char* const kHex = "0123456789ABCDEF";
@@ -96,7 +110,7 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab, const std::ve
 BpeModel::BpeModel(BpeModel&& o) noexcept
     : vocab_(std::move(o.vocab_)), merges_(std::move(o.merges_)), merge_mask_(o.merge_mask_),
       split_words_(o.split_words_),
-      joins_metaspace_(std::move(o.joins_metaspace_)), options_(o.options_), cache_(std::move(o.cache_)) {
+      joins_metaspace_(std::move(o.joins_metaspace_)), options_(o.options_), id_(o.id_) {
   std::copy(std::begin(o.byte_ids_), std::end(o.byte_ids_), byte_ids_);
   std::copy(std::begin(o.fallback_ids_), std::end(o.fallback_ids_), fallback_ids_);
 }
@@ -111,14 +125,8 @@ const BpeModel::MergeSlot* BpeModel::find_merge(uint64_t key) const {
 
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
   if (piece.empty()) return;
-  if (options_.ignore_merges) {
-    auto it = vocab_.find(piece);
-    if (it != vocab_.end()) {
-      out.push_back(it->second);
-      if (lengths) lengths->push_back(static_cast<uint32_t>(piece.size()));
-      return;
-    }
-  }
+  // ignore_merges (a piece that is a vocabulary entry is that token) is decided in encode_word, after the
+  // cache: the vocabulary is a large table whose lookups miss the CPU caches, the cache of recent pieces is not.
   if (!split_words_) return encode_word(piece, out, lengths);
   // Cut before each "▁" that no token can join to the character in front of it (see bpe_model.h).
   size_t start = 0;
@@ -137,27 +145,36 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, std::ve
 }
 
 void BpeModel::encode_word(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
-  if (lengths) {
-    merge(piece, out, lengths);
+  const bool cacheable = piece.size() <= kMaxCachedPiece && options_.cache_capacity > 0;
+  if (!cacheable) return whole_or_merge(piece, out, lengths);
+  thread_local std::vector<CacheSlot> cache(kCacheSlots);
+  const size_t hash = StringHash{}(piece);
+  CacheSlot& slot = cache[(hash ^ (hash >> 17)) & (kCacheSlots - 1)];
+  if (slot.model == id_ && slot.hash == hash && slot.piece == piece) {
+    out.insert(out.end(), slot.ids.begin(), slot.ids.end());
+    if (lengths) lengths->insert(lengths->end(), slot.lengths.begin(), slot.lengths.end());
     return;
   }
-  bool cacheable = piece.size() <= kMaxCachedPiece && options_.cache_capacity > 0;
-  if (cacheable) {
-    std::shared_lock lock(cache_mutex_);
-    auto it = cache_.find(piece);
-    if (it != cache_.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
+  const size_t first = out.size();
+  slot.lengths.clear();
+  whole_or_merge(piece, out, &slot.lengths);
+  slot.model = id_;
+  slot.hash = hash;
+  slot.piece.assign(piece);
+  slot.ids.assign(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  if (lengths) lengths->insert(lengths->end(), slot.lengths.begin(), slot.lengths.end());
+}
+
+void BpeModel::whole_or_merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const {
+  if (options_.ignore_merges) {
+    auto it = vocab_.find(piece);
+    if (it != vocab_.end()) {
+      out.push_back(it->second);
+      if (lengths) lengths->push_back(static_cast<uint32_t>(piece.size()));
       return;
     }
   }
-  size_t first = out.size();
-  merge(piece, out, nullptr);
-  if (cacheable) {
-    std::unique_lock lock(cache_mutex_);
-    if (cache_.size() < options_.cache_capacity) {
-      cache_.try_emplace(std::string(piece), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
-    }
-  }
+  merge(piece, out, lengths);
 }
 
 // The piece's symbols before any merge: its bytes (byte-level) or characters, with the unknown ones as

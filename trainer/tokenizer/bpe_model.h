@@ -1,12 +1,11 @@
 // The BPE model: turns one pre-tokenized piece into token ids by applying merges in rank order, exactly as
-// Hugging Face's `tokenizers` BPE does, with a cache for repeated pieces. Byte-level models (GPT-2, Llama 3,
+// Hugging Face's `tokenizers` BPE does, with a per-thread cache of recent pieces. Byte-level models (GPT-2, Llama 3,
 // Qwen) start from the piece's bytes; the others (SentencePiece-style: Gemma, Llama 2, Mistral) from its
 // UTF-8 characters, where a character missing from the vocabulary becomes its bytes' `<0xXX>` tokens
 // (byte_fallback) or the unknown token.
 #pragma once
 #include <cstdint>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,7 +26,7 @@ struct BpeModelOptions {
   bool ignore_merges = false;      // a piece that is itself a vocabulary entry becomes that one token
   std::optional<int32_t> unk_id;   // for bytes missing from the vocabulary; dropped when unset
   bool fuse_unk = false;           // consecutive unknown bytes become one unk token
-  size_t cache_capacity = 100000;  // pieces remembered (pieces longer than 256 bytes never are)
+  size_t cache_capacity = 100000;  // 0: no cache of recent pieces (8192 per thread; none longer than 256 bytes)
 };
 
 class BpeModel {
@@ -38,7 +37,7 @@ class BpeModel {
   BpeModel(BpeModel&&) noexcept;
 
   // Appends the ids of one piece to `out`. When `lengths` is given, it also receives how many bytes of the
-  // piece each token covers (the cache is bypassed then). Thread-safe.
+  // piece each token covers (the cache keeps both, so offsets cost no extra merging). Thread-safe.
   void encode(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths = nullptr) const;
 
  private:
@@ -46,11 +45,10 @@ class BpeModel {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  using Cache = std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>;
-
   struct Symbol;
   void initial_symbols(std::string_view piece, std::vector<Symbol>& syms) const;
   void encode_word(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
+  void whole_or_merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
   void merge(std::string_view piece, std::vector<int32_t>& out, std::vector<uint32_t>* lengths) const;
 
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
@@ -75,8 +73,7 @@ class BpeModel {
   int32_t byte_ids_[256];      // byte-level: the token of each byte; character models: of each ASCII character
   int32_t fallback_ids_[256];  // character models: the <0xXX> token of each byte, -1 when missing
   BpeModelOptions options_;
-  mutable std::shared_mutex cache_mutex_;
-  mutable Cache cache_;
+  uint64_t id_;  // names this model in the per-thread cache of recent pieces (bpe_model.cc)
 };
 
 }  // namespace air::train

@@ -40,6 +40,7 @@ class AddedTokenMatcher {
  private:
   static uint64_t edge(uint32_t node, unsigned char byte) { return (static_cast<uint64_t>(node) << 8) | byte; }
   std::array<bool, 256> first_byte_{};
+  int only_first_ = -1;  // the first byte of every token when they all share one, else -1
   std::unordered_map<uint64_t, uint32_t> edges_;         // (node, byte) -> child node; node 0 is the root
   std::vector<const AddedToken*> ends_{nullptr};          // node -> the token ending there
   size_t count_ = 0;

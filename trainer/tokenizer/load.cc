@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <unordered_set>
@@ -482,13 +483,21 @@ void AddedTokenMatcher::add(const AddedToken* token) {
   }
   if (!ends_[node]) ++count_;
   ends_[node] = token;  // a repeated content: the later entry wins
-  first_byte_[static_cast<unsigned char>(token->content[0])] = true;
+  const auto first = static_cast<unsigned char>(token->content[0]);
+  first_byte_[first] = true;
+  only_first_ = count_ == 1 || only_first_ == first ? first : -1;
 }
 
 const AddedToken* AddedTokenMatcher::find(std::string_view text, size_t from, size_t& at) const {
   if (count_ == 0) return nullptr;
   for (size_t i = from; i < text.size(); ++i) {
-    if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
+    if (only_first_ >= 0) {  // every token starts with the same byte (Llama 3, Qwen: '<'): memchr to it
+      const void* p = std::memchr(text.data() + i, only_first_, text.size() - i);
+      if (!p) return nullptr;
+      i = static_cast<size_t>(static_cast<const char*>(p) - text.data());
+    } else if (!first_byte_[static_cast<unsigned char>(text[i])]) {
+      continue;
+    }
     const AddedToken* best = nullptr;
     uint32_t node = 0;
     for (size_t k = i; k < text.size(); ++k) {
