@@ -164,9 +164,12 @@ void setup_get(CLI::App& app, Context& ctx) {
   cmd->add_option("args", *args, "run <id>, or <id>")->required()->type_name("run|RUN_ID");
   auto metrics = std::make_shared<bool>(false);
   cmd->add_flag("--metrics", *metrics, "Print the full history of each metric of the latest attempt");
+  auto system = std::make_shared<bool>(false);
+  cmd->add_flag("--system", *system,
+                "With --metrics: the nodes' system metrics (system/node_N/...) too; without it, the training code's only");
   auto web = std::make_shared<bool>(false);
   cmd->add_flag("--web", *web, "Print the URL of the run's web page and open it in the desktop's browser");
-  cmd->callback([&ctx, args, metrics, web] {
+  cmd->callback([&ctx, args, metrics, system, web] {
     std::string id;
     if (args->size() == 2 && (*args)[0] == "run") id = (*args)[1];
     else if (args->size() == 1 && (*args)[0] != "run") id = (*args)[0];
@@ -180,7 +183,10 @@ void setup_get(CLI::App& app, Context& ctx) {
       for (const auto& x : r.attempts)
         if (!x.mlflow_run_id.empty()) a = &x;
       if (!a) throw Error("run " + id + " has no MLflow run yet", "metrics appear once an attempt has started");
-      nlohmann::json h = metric_history(*s.client, a->mlflow_run_id, a->metrics);
+      std::vector<api::Metric> keys;
+      for (const auto& m : a->metrics)
+        if (*system || !is_system_metric(m.key)) keys.push_back(m);
+      nlohmann::json h = metric_history(*s.client, a->mlflow_run_id, keys);
       if (ctx.global.output == "json")
         print_json(ctx, {{"run_id", r.run_id}, {"attempt", a->number}, {"mlflow_run_id", a->mlflow_run_id},
                          {"metrics", h}});
