@@ -36,9 +36,17 @@ curl_lib=$(ldconfig -p | awk '/libcurl.so.4 .*x86-64/ && !f {print $NF; f = 1}')
     *) cp -L "$lib" "$stage/air/lib/" ;;
   esac
 done
+# bubblewrap, which every run's command runs in (docs/security.md) and the GPU image lacks: air/bin/bwrap with its
+# libraries beside air's (e2e.sh puts air/bin first on PATH where the machine has no bwrap of its own).
+command -v bwrap >/dev/null || { echo "bundle.sh: bwrap is missing (bash scripts/setup)" >&2; exit 1; }
+cp -L "$(command -v bwrap)" "$stage/air/bin/bwrap"
+ldd "$(command -v bwrap)" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+  case "$(basename "$lib")" in libc.so.*|ld-linux*) ;; *) cp -L "$lib" "$stage/air/lib/" ;; esac
+done
 # The trainer's Parquet reader needs snappy, which the GPU image lacks (e2e.sh links it from here).
 cp -L "$(ldconfig -p | awk '/libsnappy.so.1 .*x86-64/ && !f {print $NF; f = 1}')" "$stage/air/lib/"
 patchelf --set-rpath '$ORIGIN/../lib' "$stage/air/bin/air"
+patchelf --set-rpath '$ORIGIN/../lib' "$stage/air/bin/bwrap"
 for f in "$stage"/air/lib/*.so*; do
   chmod u+w "$f"
   strip --strip-unneeded "$f" 2>/dev/null || true

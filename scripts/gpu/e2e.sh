@@ -114,6 +114,9 @@ else
   tar -C "$W" -xJf "$carry/air.tar.xz"
   BIN=$W/air/bin
   env -i "$BIN/air" --version || die "the carried air does not run here"
+  # Every run's command runs in bubblewrap's sandbox: the carried one where the image has none.
+  command -v bwrap >/dev/null || export PATH=$BIN:$PATH
+  "$BIN/bwrap" --version >/dev/null 2>&1 || command -v bwrap >/dev/null || die "no bubblewrap here, and the carried one does not run"
   stamp "build air-train, air-train-check (libtorch with CUDA), air-torchrun"
   prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   export TORCH_CUDA_ARCH_LIST=9.0
