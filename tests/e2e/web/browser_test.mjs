@@ -88,9 +88,19 @@ await withBrowser(async (page) => {
   await page.reload();
   await until(async () => (await chartPoints()) === want, 10000, `the loss chart to show ${want} points`);
   check(want === 100, `the loss chart has the ${want} points the metrics API returns`);
-  const box = await page.locator('.chart[data-key=loss] canvas').boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  check(/^step \d+: /.test(await page.locator('.chart[data-key=loss] .readout').textContent()), 'hovering shows the step and value');
+  // The reload keeps the scroll position of the log viewer below, and the per-node system charts made the page
+  // taller: bring the chart into view first, as a user would. The readout follows the pointer on the next frame.
+  let jiggle = 0;  // a new position each time: the pointer resting still fires no event on a chart redrawn under it
+  const hover = async () => {
+    await page.locator('.chart[data-key=loss]').scrollIntoViewIfNeeded();
+    const box = await page.locator('.chart[data-key=loss] canvas').boundingBox();
+    jiggle = (jiggle + 1) % 5;
+    await page.mouse.move(box.x + box.width / 2 + 4 * jiggle, box.y + box.height / 2, { steps: 2 });
+    return /^step \d+: /.test(await page.locator('.chart[data-key=loss] .readout').textContent());
+  };
+  const hovered = await until(hover, 3000, 'the readout under the pointer').catch(() => false);
+  check(hovered, 'hovering shows the step and value');
+  const box = await page.locator('.chart[data-key=loss] canvas').boundingBox();  // the drag-to-zoom below (in view now)
   // Zoom (drag) re-samples the step range; double-click returns.
   const loss = page.locator('.chart[data-key=loss]');
   await page.mouse.move(box.x + box.width * 0.3, box.y + 40);
