@@ -27,8 +27,10 @@ struct Nvml::Api {
   nvmlReturn (*shutdown)() = nullptr;
   nvmlReturn (*count)(unsigned int*) = nullptr;
   nvmlReturn (*by_index)(unsigned int, nvmlDevice*) = nullptr;
-  nvmlReturn (*utilization)(nvmlDevice, nvmlUtilization*) = nullptr;
-  nvmlReturn (*memory)(nvmlDevice, nvmlMemory*) = nullptr;
+  // The out-structs as void*: the library's functions are C, and a pointer to a function taking a pointer to
+  // this file's own struct types is not their type (UBSan's -fsanitize=function says so through the test's fake).
+  nvmlReturn (*utilization)(nvmlDevice, void*) = nullptr;  // nvmlUtilization*
+  nvmlReturn (*memory)(nvmlDevice, void*) = nullptr;       // nvmlMemory*
   nvmlReturn (*power)(nvmlDevice, unsigned int*) = nullptr;  // milliwatts; optional
   ~Api() {
     if (shutdown) shutdown();

@@ -72,14 +72,16 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** dev) {
   *dev = (void*)(unsigned long)(index + 1);
   return 0;
 }
-int nvmlDeviceGetUtilizationRates(void* dev, fake_util* u) {
+int nvmlDeviceGetUtilizationRates(void* dev, void* out) {
+  fake_util* u = (fake_util*)out;
   double v[4];
   if (!gpu_line((unsigned int)(unsigned long)dev - 1, v)) return 2;
   u->gpu = (unsigned int)v[0];
   u->memory = 0;
   return 0;
 }
-int nvmlDeviceGetMemoryInfo(void* dev, fake_memory* m) {
+int nvmlDeviceGetMemoryInfo(void* dev, void* out) {
+  fake_memory* m = (fake_memory*)out;
   double v[4];
   if (!gpu_line((unsigned int)(unsigned long)dev - 1, v)) return 2;
   m->used = (unsigned long long)(v[1] * 1e6);
