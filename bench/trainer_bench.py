@@ -8,7 +8,7 @@ Shapes: 1b and 8b (Llama), and the other families from their vendors' configs: q
   bench/trainer_bench.py --bin BUILD/bin --data DIR --runs 8b:padded,8b:padded:ac,8b:packed,1b:padded --json out.json
 
 A run is SHAPE:MODE[:OPTION...]: MODE padded (one example per row, as the reference) or packed (several
-examples per row, attention within each); options: ac (recompute every block), noac (recompute none),
+examples per row, attention within each; best-fit decreasing, greedy: packing_strategy greedy); options: ac (recompute every block), noac (recompute none),
 repeatkv (attention on repeated k/v heads instead of GQA kernels), adamw=aten (torch's
 _fused_adamw_ instead of air-train's AdamW kernel: AIR_TRAIN_ADAMW), steps=N, warmup=N, curve (write every step's loss),
 collectives (AIR_TRAIN_WORLD1_NCCL=1: the gathers and reduce-scatters of N GPUs, over NCCL, at world 1),
@@ -150,6 +150,8 @@ def run(args, spec, work):
            "gradient_accumulation_steps": opt("acc", 2),
            "learning_rate": args.lr, "max_steps": steps, "save": False, "master_dtype": "bf16",
            "packing": mode == "packed", "seed": 42}
+    if "greedy" in opts:
+        cfg["packing_strategy"] = "greedy"
     if "ac" in opts:
         cfg["activation_checkpointing"] = "true"
     if "noac" in opts:

@@ -14,7 +14,7 @@ DataLoader::DataLoader(ExampleSet examples, DataOptions options) : examples_(std
 }
 
 void DataLoader::build_epoch(int64_t epoch) {
-  rows_ = EpochRows(examples_, RowOptions{o_.max_seq_len, o_.packing, o_.seed}, epoch);
+  rows_ = EpochRows(examples_, RowOptions{o_.max_seq_len, o_.packing, o_.seed, o_.best_fit}, epoch);
   epoch_ = epoch;
   cursor_ = 0;
 }

@@ -25,6 +25,7 @@ struct DataOptions {
   bool packing = false;
   uint64_t seed = 42;
   int32_t pad_id = 0;
+  bool best_fit = true;  // packing_strategy bfd (trainer/data/rows.h)
 };
 
 // One micro-batch, on the CPU. targets are already shifted: targets[b][t] is the token position t must
@@ -53,6 +54,8 @@ class DataLoader {
   DataLoader(const std::vector<Example>& examples, DataOptions options) : DataLoader(ExampleSet(examples), options) {}
   StepBatch next();
   int64_t rows_per_epoch() const { return static_cast<int64_t>(rows_.size()); }
+  // The share of this epoch's row positions that hold tokens (packing_fill; 1 pass over the rows).
+  double fill() const { return packing_fill(examples_, rows_, o_.max_seq_len); }
   int64_t rows_per_step() const { return o_.world_size * o_.micro_batch_size * o_.grad_accum; }
 
   // Where the next step starts (for resumable checkpoints).

@@ -186,6 +186,8 @@ const std::vector<Field>& fields() {
                  &C::fp8_scaling, {"tensorwise", "rowwise"}),
       enum_field("device", "where to train", &C::device, {"auto", "cpu", "cuda"}),
       bool_field("packing", "pack several examples per row", &C::packing),
+      enum_field("packing_strategy", "packing: best-fit decreasing (tightest rows) or greedy (shuffled order, next fit)",
+                 &C::packing_strategy, {"bfd", "greedy"}),
       enum_field("activation_checkpointing",
                  "recompute blocks in backward: auto (as many kept as free memory holds), true (all), false",
                  &C::activation_checkpointing, {"auto", "true", "false"}),

@@ -45,6 +45,7 @@ struct TrainConfig {
   std::string fp8_scaling = "tensorwise";  // tensorwise | rowwise: one scale per tensor or per GEMM row
   std::string device = "auto";           // auto | cpu | cuda
   bool packing = false;                  // several examples per row instead of one padded example
+  std::string packing_strategy = "bfd";  // bfd (best-fit decreasing) | greedy (shuffled order, next fit)
   // Recompute blocks in backward instead of keeping their activations: auto (keep as many blocks as the
   // free device memory holds, recompute the rest), true (recompute all), false (recompute none).
   std::string activation_checkpointing = "auto";

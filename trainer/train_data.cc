@@ -140,7 +140,7 @@ TrainData load_train_data(const TrainConfig& c, int64_t rank, int64_t world_size
     out.eval = std::move(loaded.examples);
   }
   DataOptions dopt{c.max_seq_len, c.per_device_batch_size, c.gradient_accumulation_steps, rank, world_size,
-                   c.packing, static_cast<uint64_t>(c.seed), enc.pad};
+                   c.packing, static_cast<uint64_t>(c.seed), enc.pad, c.packing_strategy == "bfd"};
   out.train = std::make_unique<DataLoader>(std::move(train.examples), dopt);
   out.options = dopt;
   return out;

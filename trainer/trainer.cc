@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 
@@ -169,8 +170,13 @@ TextEncoder load_encoder(const std::string& tokenizer_path, const LlamaConfig& m
 TrainData make_data(const TrainConfig& c, const EngineSetup& s, const TextEncoder& enc, const std::string& tokenizer_path,
                     std::ostream& log) {
   TrainData d = load_train_data(c, s.rank, s.world_size, enc, tokenizer_path, log);
-  log << "data: " << d.train->rows_per_epoch() << " rows per epoch (" << (c.packing ? "packed" : "padded") << " to "
-      << c.max_seq_len << "), " << d.train->rows_per_step() << " rows per step = " << s.world_size << " ranks x "
+  log << "data: " << d.train->rows_per_epoch() << " rows per epoch (";
+  if (c.packing)
+    log << "packed " << c.packing_strategy << " to " << c.max_seq_len << ", " << std::fixed << std::setprecision(1)
+        << 100.0 * d.train->fill() << "% of positions hold tokens" << std::defaultfloat << std::setprecision(6) << "), ";
+  else
+    log << "padded to " << c.max_seq_len << "), ";
+  log  << d.train->rows_per_step() << " rows per step = " << s.world_size << " ranks x "
       << c.per_device_batch_size << " x " << c.gradient_accumulation_steps << " accumulation\n";
   return d;
 }

@@ -63,8 +63,9 @@ TEST_CASE("example set: written, mapped and owned forms hold the same examples")
 
 TEST_CASE("rows: every example once per epoch, the order by seed and epoch, packed rows within max_seq_len") {
   ExampleSet set(some_examples(200));
-  for (bool packing : {false, true}) {
-    RowOptions o{24, packing, 7};
+  for (int mode : {0, 1, 2}) {  // padded, packed best fit, packed greedy
+    const bool packing = mode > 0;
+    RowOptions o{24, packing, 7, mode == 1};
     EpochRows a(set, o, 0), b(set, o, 0), c(set, o, 1);
     std::multiset<uint32_t> seen;
     std::vector<uint32_t> order_a, order_b, order_c;
@@ -90,4 +91,30 @@ TEST_CASE("rows: every example once per epoch, the order by seed and epoch, pack
     if (packing) CHECK(a.size() < 200);
     else CHECK(a.size() == 200);
   }
+}
+
+TEST_CASE("rows: best-fit packing fills rows tighter than greedy, and as tight as the lengths allow") {
+  // Lengths 3..13 over 200 examples: best fit leaves less room than greedy in shuffled order.
+  ExampleSet set(some_examples(200));
+  RowOptions bfd{24, true, 7, true}, greedy{24, true, 7, false};
+  EpochRows a(set, bfd, 0), g(set, greedy, 0);
+  int64_t total = 0;
+  for (size_t i = 0; i < set.size(); ++i) total += std::min<int64_t>(set.length(i), 24);
+  CHECK(a.size() < g.size());
+  CHECK(packing_fill(set, a, 24) > packing_fill(set, g, 24));
+  CHECK(packing_fill(set, a, 24) == Approx(static_cast<double>(total) / (24.0 * static_cast<double>(a.size()))));
+  CHECK(static_cast<int64_t>(a.size()) <= (total + 23) / 24 + 2);  // within two rows of the bound
+  // Lengths 6, 5, 4, 3, 2 in 10-token rows: best fit decreasing makes two full rows ({6,4}, {5,3,2}).
+  std::vector<Example> five;
+  for (int n : {3, 6, 2, 5, 4}) {
+    Example e;
+    for (int t = 0; t < n; ++t) e.ids.push_back(t + 1);
+    e.prompt_len = 1;
+    five.push_back(e);
+  }
+  ExampleSet fs5(five);
+  EpochRows r(fs5, RowOptions{10, true, 1, true}, 0);
+  REQUIRE(r.size() == 2);
+  for (size_t k = 0; k < 2; ++k) CHECK(row_real_tokens(fs5, r[k], 10) == 10);
+  CHECK(packing_fill(fs5, r, 10) == 1.0);
 }

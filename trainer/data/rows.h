@@ -15,6 +15,9 @@ struct RowOptions {
   int64_t max_seq_len = 1024;
   bool packing = false;
   uint64_t seed = 42;
+  // Packed rows: best-fit decreasing (each example, longest first, into the open row it fills most tightly;
+  // rows then in seeded order) or greedy (rows filled in shuffled order, closed when the next does not fit).
+  bool best_fit = true;
 };
 
 class EpochRows {
@@ -30,9 +33,14 @@ class EpochRows {
   }
 
  private:
+  void pack_best_fit(const ExampleSet& set, const RowOptions& o, int64_t epoch);
+
   std::vector<uint32_t> items_;   // example indices, row after row
   std::vector<uint64_t> starts_;  // packed: row r is items_[starts_[r], starts_[r + 1]); empty when padded
 };
+
+// The share of a packed epoch's positions that hold tokens (1.0 for no rows).
+double packing_fill(const ExampleSet& set, const EpochRows& rows, int64_t max_seq_len);
 
 // Tokens of a row's examples that fit max_seq_len (non-padding inputs), and its target tokens (a position
 // predicts the next token when that one is trained, within the same example).
