@@ -100,7 +100,10 @@ def ensure_tokenizer(root, model_dir):
 def train_run(args, model_dir, work, name, extra):
     cfg = {"model_name": model_dir, "dataset_name": os.path.join(args.root, "examples", "data", "alpaca_tiny.json"),
            "max_seq_len": 1024, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
-           "learning_rate": 2e-5, "max_steps": args.steps, "save": False, "init": "pretrained", **extra}
+           "learning_rate": 2e-5, "max_steps": args.steps, "save": False, "init": "pretrained",
+           "metrics_file": os.path.join(work, f"{name}.metrics.jsonl"), **extra}
+    if os.path.exists(cfg["metrics_file"]):
+        os.remove(cfg["metrics_file"])  # air-train appends
     path = os.path.join(work, f"{name}.yaml")
     with open(path, "w") as f:
         for k, v in cfg.items():
@@ -109,7 +112,8 @@ def train_run(args, model_dir, work, name, extra):
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     log(f"$ {' '.join(cmd)}  (took {time.time() - t:.1f}s, exit {r.returncode})")
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    # The JSON step lines are in the metrics file; the log has the readable ones.
+    lines = [json.loads(l) for l in open(cfg["metrics_file"])] if os.path.exists(cfg["metrics_file"]) else []
     human = [l for l in r.stdout.splitlines() if l.startswith("step ") or l.startswith("engine:")]
     log("\n".join(human[:3] + ["..."] + human[-2:]))
     if r.returncode != 0:

@@ -94,7 +94,8 @@ def main():
     cfg = {"model_name": base, "dataset_name": os.path.join(args.root, "examples", "data", "alpaca_tiny.json"),
            "init": "pretrained", "max_seq_len": 256, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
            "packing": False, "learning_rate": 2e-3, "max_steps": 4, "output_dir": out, "seed": 5, "save_dtype": "fp32",
-           "lora": {"r": 16, "alpha": 32, "target_modules": "all-linear", "merge": True}}
+           "lora": {"r": 16, "alpha": 32, "target_modules": "all-linear", "merge": True},
+           "metrics_file": os.path.join(work, "metrics.jsonl")}
     path = os.path.join(work, "train.yaml")
     with open(path, "w") as f:
         for k, v in cfg.items():
@@ -106,7 +107,7 @@ def main():
         log(r.stderr[-3000:])
         log("FAIL lora: air-train exited", r.returncode)
         return 1
-    ours_losses = [json.loads(l)["loss"] for l in r.stdout.splitlines() if l.startswith('{"step"')]
+    ours_losses = [json.loads(l)["loss"] for l in open(cfg["metrics_file"])]  # the JSON step lines
     ok = True
 
     # 3. Step 1 with PEFT from the same base and our initial adapter, on the same rows.
