@@ -1,6 +1,6 @@
 # air-train's step figures for the e2e scripts (source after common.bash). The log a person watches has one
 # readable line per logged step, `step N/M | loss X | ...` (loss rounded to 4 decimals); the unrounded figures
-# are the JSON lines rank 0 appends to `metrics_file` (docs/trainer.md, "Output").
+# are the JSON lines rank 0 appends to `metrics_file` (docs/trainer.md, "Training loop").
 
 # "N X" (step, loss), one per line, from a log's readable step lines.
 log_losses() { sed -nE 's#^step ([0-9]+)/[0-9]+ \| loss ([-+0-9.eEnaif]+) \|.*#\1 \2#p' "$1"; }
