@@ -131,13 +131,12 @@ Prepared prepare(TrainConfig& c, std::ostream& log) {
   const Source model = resolve_model(c.model_name, &log);
   log << "model source: " << c.model_name << " from " << model.origin << "\n";
   s.model_dir = model.path;
-  s.model_config = load_model_config((fs::path(s.model_dir) / "config.json").string());
-  check_model_features(c, s.model_config, (fs::path(s.model_dir) / "config.json").string());
-  if (c.lora.enabled) {
-    // all-linear (and the default) name Llama's seven: the family's own modules from here on (Phi-3: its fused
-    // qkv_proj and gate_up_proj), for the engine and adapter_config.json.
-    c.lora.target_modules = lora_family_targets(c.lora, s.model_config, (fs::path(s.model_dir) / "config.json").string());
-  }
+  const std::string config_json = (fs::path(s.model_dir) / "config.json").string();
+  s.model_config = load_model_config(config_json);
+  check_model_features(c, s.model_config, config_json);
+  // all-linear (and the default) name Llama's seven: the family's own modules from here on (Phi-3: its fused
+  // qkv_proj and gate_up_proj), for the engine and adapter_config.json.
+  if (c.lora.enabled) c.lora.target_modules = lora_family_targets(c.lora, s.model_config, config_json);
   p.tokenizer_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
   if (!fs::exists(p.tokenizer_path))
     throw Error("no tokenizer at " + p.tokenizer_path, "put tokenizer.json in the model folder or set tokenizer_path");
