@@ -300,7 +300,10 @@ TEST_CASE("families: LoRA (Phi-3 on its fused qkv_proj and gate_up_proj) is the 
           std::vector<at::Tensor> ad;
           for (const auto& p : specs) ad.push_back(at::randn(p.shape) * 0.3);
           std::map<std::string, std::pair<at::Tensor, at::Tensor>> ab;  // module -> (A, B)
-          for (size_t i = 0; i < specs.size(); ++i) (specs[i].is_a ? ab[specs[i].module].first : ab[specs[i].module].second) = ad[i];
+          for (size_t i = 0; i < specs.size(); ++i) {
+            auto& pair = ab[specs[i].module];
+            (specs[i].is_a ? pair.first : pair.second) = ad[i];
+          }
 
           // The reference: the plain block with W + s B A in each adapted module's rows.
           at::Tensor merged = base.clone(), gmerged = at::zeros_like(base);
