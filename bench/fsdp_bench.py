@@ -20,6 +20,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_metrics  # noqa: E402
 ROOT = os.path.dirname(HERE)
 ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
         "original_max_position_embeddings": 8192}
@@ -60,7 +62,8 @@ def run(args, name, mdir, work):
     cfg = {"model_name": mdir, "dataset_name": os.path.join(ROOT, "examples", "data", "alpaca_tiny.json"),
            "init": "random", "max_seq_len": args.seq, "per_device_batch_size": args.batch,
            "gradient_accumulation_steps": args.accum, "learning_rate": args.lr, "max_steps": args.steps,
-           "save": False, "engine": engine, "grad_sync": sync, "master_dtype": args.master, "packing": args.packing}
+           "save": False, "engine": engine, "grad_sync": sync, "master_dtype": args.master, "packing": args.packing,
+           "metrics_file": train_metrics.fresh(os.path.join(work, f"{name}.metrics.jsonl"))}
     path = os.path.join(work, f"{name}.yaml")
     with open(path, "w") as f:
         for k, v in cfg.items():
@@ -73,7 +76,7 @@ def run(args, name, mdir, work):
     t = time.time()
     r = subprocess.run([sys.executable, "-c", WRAP] + train, capture_output=True, text=True, env=env)
     wall = time.time() - t
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
+    lines = train_metrics.step_lines(cfg["metrics_file"])
     rss = [int(l.split()[1]) for l in r.stderr.splitlines() if l.startswith("AIR_BENCH_MAXRSS_KB")]
     res = {"run": name, "command": " ".join(train), "exit": r.returncode, "wall_s": wall, "config": cfg}
     engine_line = [l for l in r.stdout.splitlines() if l.startswith("engine:")]

@@ -27,6 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loss_curve import compare_curves, make_model, read_batches  # noqa: E402
+import train_metrics  # noqa: E402
 
 LORA = {"r": 16, "alpha": 32, "target_modules": "all-linear"}
 
@@ -92,7 +93,8 @@ def main():
     cfg = {"model_name": model, "dataset_name": os.path.join(args.data, "alpaca-brown.json"), "init": "pretrained",
            "max_seq_len": 1024, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
            "learning_rate": args.lr, "weight_decay": 0.01, "grad_clip": 1.0, "max_steps": args.steps,
-           "save": False, "packing": False, "seed": 42, "log_every": 1, "lora": LORA}
+           "save": False, "packing": False, "seed": 42, "log_every": 1, "lora": LORA,
+           "metrics_file": train_metrics.fresh(os.path.join(work, "ours.metrics.jsonl"))}
     yaml_path = os.path.join(work, "ours.yaml")
     with open(yaml_path, "w") as f:
         for k, v in cfg.items():
@@ -105,7 +107,7 @@ def main():
     if r.returncode != 0:
         log(r.stderr[-3000:] or r.stdout[-3000:])
         return 1
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
+    lines = train_metrics.step_lines(cfg["metrics_file"])
     ours, ours_norm = [l["loss"] for l in lines], [l["grad_norm"] for l in lines]
     log(f"[{time.time() - t:.0f} s] air-train: {len(ours)} steps, loss {ours[0]:.4f} -> {ours[-1]:.4f}, "
         f"median step {sorted(l['step_time_s'] for l in lines)[len(lines) // 2] * 1e3:.1f} ms")

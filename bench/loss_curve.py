@@ -23,6 +23,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_metrics  # noqa: E402
 
 
 def read_batches(path):
@@ -197,7 +199,8 @@ def main():
     cfg = {"model_name": model, "dataset_name": os.path.join(args.data, "alpaca-brown.json"), "init": "pretrained",
            "max_seq_len": 1024, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
            "learning_rate": args.lr, "weight_decay": 0.01, "grad_clip": 1.0, "max_steps": args.steps,
-           "save": False, "master_dtype": "bf16", "packing": False, "seed": 42, "log_every": 1}
+           "save": False, "master_dtype": "bf16", "packing": False, "seed": 42, "log_every": 1,
+           "metrics_file": train_metrics.fresh(os.path.join(work, "ours.metrics.jsonl"))}
     yaml_path = os.path.join(work, "ours.yaml")
     with open(yaml_path, "w") as f:
         for k, v in cfg.items():
@@ -210,7 +213,7 @@ def main():
     if r.returncode != 0:
         print(r.stderr[-3000:] or r.stdout[-3000:])
         return 1
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
+    lines = train_metrics.step_lines(cfg["metrics_file"])
     ours = [l["loss"] for l in lines]
     ours_norm = [l["grad_norm"] for l in lines]
     print(f"[{time.time() - t:.0f} s] air-train: {len(ours)} steps, loss {ours[0]:.4f} -> {ours[-1]:.4f}, "

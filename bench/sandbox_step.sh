@@ -2,7 +2,7 @@
 # What the run sandbox (docs/security.md, "Threat model") adds to a training step: the tiny FSDP example
 # (examples/tiny_fsdp: air-torchrun + air-train, 1 node x 2 CPU ranks over Gloo) on the local backend, with
 # the sandbox on and with AIR_SANDBOX=off, alternating rounds so that drift in the machine's load falls on
-# both. Each run's steps come from its log (air-train's JSON step lines, `step_time_s`); the first 3 steps
+# both. Each run's steps come from its log (air-train's readable step lines, `... | 41.3 ms | ...`); the first 3 steps
 # (warm-up) are left out. Target: no measurable difference. Prints one table: median step time, steps/s,
 # and ratio on/off, plus the spread between rounds of the same mode (the noise any difference must beat).
 # Usage: bench/sandbox_step.sh [ROUNDS] [STEPS] [bin dir]. The bin dir needs air, air-torchrun, air-train.
@@ -67,11 +67,8 @@ one_run() {  # one_run on|off -> appends "MODE median_step_s wall_s" to $tmp/res
 import json, re, statistics, sys
 times = []
 for line in open(sys.argv[1], errors="replace"):
-    m = re.search(r'\{.*"step_time_s".*\}', line)
-    if not m: continue
-    try: d = json.loads(m.group(0))
-    except ValueError: continue
-    if d.get("step", 0) > 3: times.append(float(d["step_time_s"]))
+    m = re.search(r'(?:^|\s)step (\d+)/\d+ \| loss .*? \| ([0-9.]+) ms \| tok/s', line)
+    if m and int(m[1]) > 3: times.append(float(m[2]) / 1e3)
 if len(times) < 5: sys.exit("too few step lines in the log: %d" % len(times))
 print(sys.argv[2], statistics.median(times), sys.argv[3], len(times))
 PY

@@ -50,6 +50,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_metrics  # noqa: E402
+
 ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
         "original_max_position_embeddings": 8192}
 SHAPES = {
@@ -118,25 +121,25 @@ def model_dir(shape, data, work):
     return d
 
 
-def launch(cmd, env):
-    """Runs cmd; returns (returncode, stdout, stderr, wall seconds, {step: seconds after launch its line came})."""
+def launch(cmd, env, metrics):
+    """Runs cmd; returns (returncode, stdout, stderr, wall seconds, {step: seconds after launch its line came},
+    the metrics file's step lines)."""
     arrivals = {}
     out = []
+    train_metrics.fresh(metrics)
     with tempfile.TemporaryFile(mode="w+") as err:
         t = time.monotonic()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env, bufsize=1)
         for line in p.stdout:
             now = time.monotonic() - t
             out.append(line)
-            if line.startswith('{"step"'):
-                try:
-                    arrivals[json.loads(line)["step"]] = now
-                except (ValueError, KeyError):
-                    pass
+            m = train_metrics.STEP_LINE.match(line)
+            if m:
+                arrivals[int(m[1])] = now
         rc = p.wait()
         wall = time.monotonic() - t
         err.seek(0)
-        return rc, "".join(out), err.read(), wall, arrivals
+        return rc, "".join(out), err.read(), wall, arrivals, train_metrics.step_lines(metrics)
 
 
 def run(args, spec, work):
@@ -166,6 +169,7 @@ def run(args, spec, work):
         cfg["precision"] = "fp8"
         cfg["fp8_scaling"] = "rowwise" if "rowwise" in opts else "tensorwise"
     path = os.path.join(work, spec.replace(":", "_") + ".yaml")
+    metrics = cfg["metrics_file"] = os.path.join(work, spec.replace(":", "_") + ".metrics.jsonl")
     with open(path, "w") as f:
         for k, v in cfg.items():
             f.write(f"{k}: {json.dumps(v)}\n")
@@ -207,7 +211,7 @@ def run(args, spec, work):
         trace = os.path.join(os.path.dirname(os.path.abspath(args.json)), "trace_" + spec.replace(":", "_") + ".json")
         env["AIR_TRAIN_TRACE"] = trace
         env["AIR_TRAIN_TRACE_STEP"] = str(min(steps, warmup + 1))
-    rc, stdout, stderr, wall, arrivals = launch(cmd, env)
+    rc, stdout, stderr, wall, arrivals, lines = launch(cmd, env, metrics)
     r = subprocess.CompletedProcess(cmd, rc, stdout, stderr)
     extra = opt("outside", 0)
     outside_ms = None
@@ -221,7 +225,7 @@ def run(args, spec, work):
             with open(path, "w") as f:
                 for k, v in dict(cfg, max_steps=n).items():
                     f.write(f"{k}: {json.dumps(v)}\n")
-            rc2, _, _, w2, arr2 = launch(cmd, env)
+            rc2, _, _, w2, arr2, _ = launch(cmd, env, metrics)
             walls.append(w2 if rc2 == 0 else None)
             # start-up (launch to the first step's line) and what follows the last step's line (exit):
             # they cancel in the difference only if they are the same in both runs.
@@ -230,7 +234,6 @@ def run(args, spec, work):
                              "after_last_step_s": w2 - arr2[max(arr2)]})
         if None not in walls:
             outside_ms = 1e3 * (walls[1] - walls[0]) / extra
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"step"')]
     res = {"run": spec, "shape": shape, "mode": mode, "exit": r.returncode, "wall_s": round(wall, 1), "config": cfg}
     if trace:
         res["trace"] = trace

@@ -56,12 +56,38 @@ Args parse(int argc, char** argv) {
   }
   if (a.model.empty() || a.ids.empty() || a.out.empty())
     throw air::usage_error("usage: air-train-check --model DIR --ids IDS.safetensors --out OUT.safetensors "
-                           "[--dtype fp32|bf16] [--recompute] [--engine autograd|manual] [--step-lr LR --save DIR]");
+                           "[--dtype fp32|bf16] [--recompute] [--engine autograd|manual] [--step-lr LR] [--save DIR]");
   return a;
 }
 
+// Gradients under the checkpoint's names, as transformers names its parameters: Phi-3's q/k/v and gate/up parts
+// (our parameters) become the rows of its fused qkv_proj and gate_up_proj.
+void add_block_grads(const LlamaConfig& cfg, int64_t l, const std::vector<at::Tensor>& grads,
+                     std::vector<std::pair<std::string, at::Tensor>>& out) {
+  const auto names = BlockWeights::names(cfg);
+  std::map<std::string, at::Tensor> fused;
+  for (const auto& [suffix, shape] : checkpoint_block_tensors(cfg)) fused[suffix] = at::Tensor();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const CheckpointSlot slot = checkpoint_slot(cfg, names[i]);
+    const at::Tensor g = grads[i].to(at::kFloat).cpu();
+    if (!slot.rows) {
+      out.emplace_back("grad." + LlamaModel::block_param_name(l, names[i]), g);
+      continue;
+    }
+    at::Tensor& f = fused[slot.suffix];
+    if (!f.defined())
+      for (const auto& [suffix, shape] : checkpoint_block_tensors(cfg))
+        if (suffix == slot.suffix) f = at::empty(shape, g.options());
+    f.narrow(0, slot.row, slot.rows).copy_(g);
+  }
+  for (const auto& [suffix, t] : fused)
+    if (t.defined()) out.emplace_back("grad." + LlamaModel::block_param_name(l, suffix), t);
+}
+
 // The training engine's path (trainer/model/block.h): flat compute-dtype buffers, the hand-written backward,
-// gradients accumulated by the GEMMs. Writes the same tensors as the autograd path.
+// gradients accumulated by the GEMMs, for every family (embeddings scale, per-layer attention plans, the head's
+// norm and soft-capping as the config says). Writes the same tensors as the autograd path; with --save, the
+// loaded model as we write a checkpoint (no step), for transformers to load and compare with "logits".
 int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const at::Tensor& targets,
                at::ScalarType compute, const Rope& rope) {
   at::NoGradGuard no_grad;
@@ -79,22 +105,23 @@ int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const 
   at::Tensor g_embed = at::zeros_like(embed), g_norm = at::zeros_like(norm);
   at::Tensor g_head = m.root().lm_head.defined() ? at::zeros_like(head_w) : g_embed;
   at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).repeat({B, 1});
-  AttnPlan plan = make_attn_plan(cfg, rope.inv_freq(), pos, {}, compute, ids.device());
+  const AttnPlans plans = make_attn_plans(cfg, rope, pos, {}, compute, ids.device());
   at::Tensor flat_ids = ids.reshape({N}), flat_tgt = targets.reshape({N});
-  at::Tensor h = at::embedding(embed, flat_ids);
+  at::Tensor h = embed_fwd(cfg, embed, flat_ids);
   std::vector<at::Tensor> inputs(L);
   std::vector<BlockSaved> saved(L);
   for (int64_t l = 0; l < L; ++l) {
     inputs[l] = h;
-    h = block_fwd(cfg, block_view(cfg, flats[l]), h, plan, &saved[l]);
+    h = block_fwd(cfg, block_view(cfg, flats[l]), h, plans.layer(cfg, l), &saved[l]);
   }
-  at::Tensor logits = at::mm(std::get<0>(ops::rms_norm_fwd(h, norm, cfg.rms_norm_eps)), head_w.t()).view({B, T, -1});
+  at::Tensor logits = head_logits(cfg, h, norm, head_w).view({B, T, -1});
   const double count = targets.ne(-100).sum().item<double>();
   HeadResult hr = head_loss_fwd_bwd(cfg, h, norm, head_w, flat_tgt, 1.0 / count, g_norm, g_head, 1024);
   at::Tensor dh = hr.dh;
   for (int64_t l = L - 1; l >= 0; --l)
-    dh = block_bwd(cfg, block_view(cfg, flats[l]), block_view(cfg, gflats[l]), inputs[l], saved[l], dh, plan);
-  g_embed.index_add_(0, flat_ids, dh);
+    dh = block_bwd(cfg, block_view(cfg, flats[l]), block_view(cfg, gflats[l]), inputs[l], saved[l], dh,
+                   plans.layer(cfg, l));
+  embed_bwd(cfg, g_embed, flat_ids, dh);
   at::Tensor loss = hr.loss_sum / count;
 
   std::vector<std::pair<std::string, at::Tensor>> out = {{"logits", logits.to(at::kFloat).cpu()},
@@ -102,16 +129,22 @@ int run_manual(const Args& a, const LlamaModel& m, const at::Tensor& ids, const 
   out.emplace_back("grad.model.embed_tokens.weight", g_embed.to(at::kFloat).cpu());
   out.emplace_back("grad.model.norm.weight", g_norm.to(at::kFloat).cpu());
   if (m.root().lm_head.defined()) out.emplace_back("grad.lm_head.weight", g_head.to(at::kFloat).cpu());
-  const auto& names = BlockWeights::names();
   for (int64_t l : {int64_t{0}, L - 1}) {
     int64_t off = 0;
     const auto list = m.blocks()[l].list();
-    for (size_t i = 0; i < list.size(); ++i) {
-      const int64_t n = list[i].numel();
-      out.emplace_back("grad." + LlamaModel::block_param_name(l, names[i]),
-                       gflats[l].narrow(0, off, n).view(list[i].sizes()).to(at::kFloat).cpu());
-      off += n;
+    std::vector<at::Tensor> grads;
+    for (const auto& t : list) {
+      grads.push_back(gflats[l].narrow(0, off, t.numel()).view(t.sizes()));
+      off += t.numel();
     }
+    add_block_grads(cfg, l, grads, out);
+  }
+  if (!a.save.empty()) {
+    SaveOptions so;
+    so.output_dir = a.save;
+    so.dtype = at::kFloat;
+    so.source_model_dir = a.model;
+    save_checkpoint(m, so);
   }
   write_safetensors(a.out, out);
   std::cout << "loss " << loss.item<double>() << " engine manual" << (ops::have_cuda_kernels() ? " (fused CUDA kernels)" : "")
@@ -459,7 +492,11 @@ int run_kernel_check() {
 int run(const Args& a) {
   at::Device dev = a.device == "cpu" ? at::Device(at::kCPU) : at::Device(at::kCUDA, 0);
   const at::ScalarType compute = a.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
-  LlamaConfig cfg = load_llama_config(a.model + "/config.json");
+  LlamaConfig cfg = load_model_config(a.model + "/config.json");
+  // The autograd reference (model.h) is Llama's block only; the other families run the training engine's path.
+  if (a.engine == "autograd" && !cfg.plain_llama())
+    throw air::usage_error("--engine autograd computes Llama's block only; model_type '" + cfg.model_type +
+                           "' needs --engine manual (the training engine's hand-written block)");
   LlamaModel m(cfg, dev, at::kFloat);
   m.load_pretrained(a.model);
   m.set_requires_grad(true);
@@ -483,10 +520,12 @@ int run(const Args& a) {
   std::vector<std::pair<std::string, at::Tensor>> out = {{"logits", logits.detach().to(at::kFloat).cpu()},
                                                          {"loss", loss.detach().cpu()}};
   const int64_t last = cfg.num_hidden_layers - 1;
-  for (const auto& [name, p] : m.named_parameters()) {
-    const bool wanted = name.find("model.layers.") != 0 || name.find("model.layers.0.") == 0 ||
-                        name.find("model.layers." + std::to_string(last) + ".") == 0;
-    if (wanted) out.emplace_back("grad." + name, p.grad().to(at::kFloat).cpu());
+  for (const auto& [name, p] : m.named_parameters())
+    if (name.find("model.layers.") != 0) out.emplace_back("grad." + name, p.grad().to(at::kFloat).cpu());
+  for (int64_t l : {int64_t{0}, last}) {
+    std::vector<at::Tensor> grads;
+    for (const auto& t : m.blocks()[l].list()) grads.push_back(t.grad());
+    add_block_grads(cfg, l, grads, out);
   }
   if (a.step_lr > 0) {
     AdamW opt(m.parameters(), AdamWOptions{}, true);

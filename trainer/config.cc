@@ -214,7 +214,7 @@ const std::vector<Field>& fields() {
       bool_field("save", "write the checkpoint at the end", &C::save),
       enum_field("save_dtype", "dtype of the saved weights", &C::save_dtype, {"auto", "bf16", "fp32"}),
       str_field("max_shard_size", "shard the saved weights above this size", &C::max_shard_size),
-      str_field("metrics_file", "append the JSON metric lines to this file", &C::metrics_file),
+      str_field("metrics_file", "append a JSON line per logged step and evaluation to this file (rank 0)", &C::metrics_file),
       enum_field("engine", "the training engine: fsdp, fully sharded over all ranks (at world size 1 it shards "
                  "nothing); auto is the same", &C::engine, {"auto", "fsdp"}),
       enum_field("grad_sync", "fsdp: reduce-scatter gradients every micro_batch, or once per step", &C::grad_sync,

@@ -59,6 +59,15 @@ bool boolean(const YAML::Node& n, const std::string& path) {
   throw at(n, path + ": expected true or false, got '" + s + "'");
 }
 
+// Every name a block linear has in some family, in the adapters' canonical order: Llama's seven with Phi-3's
+// fused qkv_proj and gate_up_proj beside their parts. Which of them a model has is checked when its
+// config.json is read (lora_family_targets, trainer/model/lora_block.h).
+const std::vector<std::string>& known_modules() {
+  static const std::vector<std::string> k = {"q_proj",    "k_proj",  "v_proj",       "qkv_proj", "o_proj",
+                                             "gate_proj", "up_proj", "gate_up_proj", "down_proj"};
+  return k;
+}
+
 void set_targets(LoraConfig& c, const YAML::Node& n) {
   std::vector<std::string> want;
   auto add = [&](const YAML::Node& item) {
@@ -67,11 +76,13 @@ void set_targets(LoraConfig& c, const YAML::Node& n) {
       want = lora_module_names();
       return;
     }
-    const auto& all = lora_module_names();
+    const auto& all = known_modules();
     if (std::find(all.begin(), all.end(), name) == all.end()) {
       std::string hint = nearest(name, all);
-      throw at(item, "lora.target_modules: '" + name + "' is not a block linear of a Llama model",
-               (hint.empty() ? "" : hint + " ") + "expected some of " + join(all) + ", or all-linear", name.size());
+      throw at(item, "lora.target_modules: '" + name + "' is not a block linear (PEFT's module names)",
+               (hint.empty() ? "" : hint + " ") + "expected some of " + join(lora_module_names()) +
+                   " (Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj), or all-linear",
+               name.size());
     }
     want.push_back(name);
   };
@@ -83,7 +94,7 @@ void set_targets(LoraConfig& c, const YAML::Node& n) {
   }
   // Canonical order, no duplicates (the adapters' layout follows it).
   std::vector<std::string> out;
-  for (const auto& m : lora_module_names())
+  for (const auto& m : known_modules())
     if (std::find(want.begin(), want.end(), m) != want.end()) out.push_back(m);
   c.target_modules = out;
 }

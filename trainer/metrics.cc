@@ -16,7 +16,7 @@ namespace air::train {
 std::string human_line(const StepMetrics& m) {
   char buf[512];
   int n = std::snprintf(buf, sizeof buf,
-                        "step %lld/%lld | loss %.4f | lr %.3e | grad_norm %.3f | %.0f ms | tok/s %.0f padded, %.0f real"
+                        "step %lld/%lld | loss %.4f | lr %.3e | grad_norm %.3f | %.1f ms | tok/s %.0f padded, %.0f real"
                         " | MFU %.1f%%",
                         static_cast<long long>(m.step), static_cast<long long>(m.max_steps), m.loss, m.lr, m.grad_norm,
                         m.step_seconds * 1e3, m.padded_tokens_per_s(), m.real_tokens_per_s(), m.mfu() * 100);

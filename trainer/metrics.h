@@ -1,4 +1,6 @@
-// Per-step training metrics: one human line and one JSON line (for machines), both on rank 0's stdout.
+// Per-step training metrics: the readable line of the log a person watches (rank 0's stdout, once per logged
+// step; the straggler alert's default step pattern reads its `step N/M` start) and the JSON line for machines
+// (`metrics_file`; MLflow gets the same figures through its API).
 // MFU counts model FLOPs 6N + 12*L*H*T per token (T = the padded row length) against 989 TFLOP/s dense
 // bf16, the H100/H200 datasheet figure, so numbers compare with the reference baseline's.
 #pragma once

@@ -2,7 +2,9 @@
 // checkpoint. Rank-aware throughout: each rank reads its own rows and only rank 0 prints and saves.
 #include "trainer/trainer.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include "trainer/diagnostics.h"
 #include "trainer/parallel/engine.h"
 #include "trainer/metrics.h"
+#include "trainer/model/lora_block.h"
 #include "trainer/mlflow_logger.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/sources.h"
@@ -129,8 +132,12 @@ Prepared prepare(TrainConfig& c, std::ostream& log) {
   const Source model = resolve_model(c.model_name, &log);
   log << "model source: " << c.model_name << " from " << model.origin << "\n";
   s.model_dir = model.path;
-  s.model_config = load_model_config((fs::path(s.model_dir) / "config.json").string());
-  check_model_features(c, s.model_config, (fs::path(s.model_dir) / "config.json").string());
+  const std::string config_json = (fs::path(s.model_dir) / "config.json").string();
+  s.model_config = load_model_config(config_json);
+  check_model_features(c, s.model_config, config_json);
+  // all-linear (and the default) name Llama's seven: the family's own modules from here on (Phi-3: its fused
+  // qkv_proj and gate_up_proj), for the engine and adapter_config.json.
+  if (c.lora.enabled) c.lora.target_modules = lora_family_targets(c.lora, s.model_config, config_json);
   p.tokenizer_path = c.tokenizer_path.empty() ? (fs::path(s.model_dir) / "tokenizer.json").string() : c.tokenizer_path;
   if (!fs::exists(p.tokenizer_path))
     throw Error("no tokenizer at " + p.tokenizer_path, "put tokenizer.json in the model folder or set tokenizer_path");
@@ -214,11 +221,21 @@ StepMetrics train_step(Engine& engine, const TrainConfig& c, const EngineSetup& 
   return m;
 }
 
-// Where a step's figures go: the log (human and JSON lines), the metrics file, MLflow (rank 0).
+// Where a step's figures go: the log a person watches (one readable line per logged step), the metrics file
+// (one JSON line per logged step and evaluation, for scripts) and MLflow (every step, rank 0). The JSON is not
+// in the log unless asked for: `metrics_file: "-"` writes it there, after each readable line (docs/trainer.md).
 class StepReporter {
  public:
   StepReporter(const TrainConfig& c, int64_t rank, std::ostream& log) : c_(c), log_(log) {
-    if (!c.metrics_file.empty() && rank == 0) metrics_file_.open(c.metrics_file, std::ios::app);
+    if (c.metrics_file == "-" && rank == 0) {
+      metrics_ = &log;
+    } else if (!c.metrics_file.empty() && rank == 0) {
+      metrics_file_.open(c.metrics_file, std::ios::app);
+      if (!metrics_file_.is_open())
+        throw usage_error("metrics_file: cannot open '" + c.metrics_file + "' for appending: " + std::strerror(errno),
+                          "give a writable path (its folder must exist), or \"-\" for the log itself");
+      metrics_ = &metrics_file_;
+    }
     // MLflow from rank 0 only (MLFLOW_TRACKING_URI + MLFLOW_RUN_ID); never blocks the loop.
     if (rank == 0) mlflow_ = MlflowLogger::from_environment(std::cerr);
     if (mlflow_) log << "mlflow: logging loss, lr, grad_norm, tokens/s, MFU, peak memory to run " << std::getenv("MLFLOW_RUN_ID") << "\n";
@@ -237,22 +254,23 @@ class StepReporter {
       mlflow_->log_step(m.step, figures);
     }
     if (m.step % c_.log_every == 0 || m.step == c_.max_steps || m.step == 1) {
-      log_ << human_line(m) << "\n" << json_line(m) << "\n" << std::flush;
-      if (metrics_file_.is_open()) metrics_file_ << json_line(m) << "\n" << std::flush;
+      log_ << human_line(m) << "\n" << std::flush;
+      if (metrics_) *metrics_ << json_line(m) << "\n" << std::flush;
     }
   }
   void report_eval(int64_t step, const EvalResult& r) {
     if (mlflow_) mlflow_->log_step(step, {{"eval_loss", r.loss}, {"eval_perplexity", r.perplexity}});
     const std::string line = eval_json_line(step, r);
     log_ << "eval step " << step << " | eval_loss " << r.loss << " | perplexity " << r.perplexity << " | " << r.tokens
-         << " tokens\n" << line << "\n" << std::flush;
-    if (metrics_file_.is_open()) metrics_file_ << line << "\n" << std::flush;
+         << " tokens\n" << std::flush;
+    if (metrics_) *metrics_ << line << "\n" << std::flush;
   }
 
  private:
   const TrainConfig& c_;
   std::ostream& log_;
   std::ofstream metrics_file_;
+  std::ostream* metrics_ = nullptr;  // metrics_file_, the log ("-"), or none
   std::unique_ptr<MlflowLogger> mlflow_;
 };
 
@@ -271,6 +289,7 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
 
   Prepared p = prepare(c, log);
   const EngineSetup& s = p.setup;
+  StepReporter reporter(c, s.rank, log);  // first: an unwritable metrics_file fails before the data and the model load
   TextEncoder enc = load_encoder(p.tokenizer_path, s.model_config, log);
   TrainData data = make_data(c, s, enc, p.tokenizer_path, log);
   DataLoader& loader = *data.train;
@@ -286,7 +305,6 @@ TrainResult run_training(TrainConfig c, std::ostream& out, const EngineFactory& 
 
   auto engine = make_engine ? make_engine(s) : c.lora.enabled ? make_lora_engine(s) : make_fsdp_engine(s);
   log << "engine: " << engine->describe() << "\n" << std::flush;
-  StepReporter reporter(c, s.rank, log);
 
   TrainResult result;
   result.first_step = maybe_resume(c, *engine, loader, log) + 1;

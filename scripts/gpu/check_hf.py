@@ -10,6 +10,12 @@
 4. air-train trains the 1B shape for a few steps (the reference recipe: 4 x 1024, accumulation 2) and the
    step lines give tokens/s, MFU and peak memory.
 Errors are relative to the reference's scale: max|ours - hf| / max|hf| (logits), ||ours - hf|| / ||hf|| (grads).
+
+--family NAME (mistral, qwen2, qwen3, gemma3_text, phi3; default llama: the above) checks another family the
+same way at a small random shape with the family's options on (FAMILIES below): the training engine's path
+(air-train-check --engine manual; the autograd reference computes Llama's block only) in fp32 and bf16 against
+transformers, every gradient of the first and last block under transformers' names (Phi-3's fused qkv_proj and
+gate_up_proj), our checkpoint of the loaded weights read back by from_pretrained, then a short air-train run.
 """
 import argparse
 import json
@@ -27,6 +33,23 @@ ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_
         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 SHAPE_1B = dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                 num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=True)
+
+
+# Small shapes of the other families, each option on: a window shorter than the check's 256 tokens, q/k norms,
+# explicit head_dim, biases, Gemma's sliding/global layers and soft-capping, Phi's partial rotary and fused tensors.
+FAMILY_SHAPE = dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                    num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                    bos_token_id=1, eos_token_id=2, pad_token_id=0, use_cache=False)
+FAMILIES = {
+    "mistral": dict(head_dim=64, sliding_window=128, tie_word_embeddings=False),
+    "qwen2": dict(tie_word_embeddings=False),
+    "qwen3": dict(head_dim=128, tie_word_embeddings=False),
+    "gemma3_text": dict(head_dim=128, sliding_window=128, query_pre_attn_scalar=96, final_logit_softcapping=30.0,
+                        layer_types=["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 3
+                        + ["full_attention"]),
+    "phi3": dict(partial_rotary_factor=0.75, tie_word_embeddings=False, resid_pdrop=0.0, embd_pdrop=0.0,
+                 attention_dropout=0.0),
+}
 
 
 def log(*a):
@@ -100,7 +123,10 @@ def ensure_tokenizer(root, model_dir):
 def train_run(args, model_dir, work, name, extra):
     cfg = {"model_name": model_dir, "dataset_name": os.path.join(args.root, "examples", "data", "alpaca_tiny.json"),
            "max_seq_len": 1024, "per_device_batch_size": 4, "gradient_accumulation_steps": 2,
-           "learning_rate": 2e-5, "max_steps": args.steps, "save": False, "init": "pretrained", **extra}
+           "learning_rate": 2e-5, "max_steps": args.steps, "save": False, "init": "pretrained",
+           "metrics_file": os.path.join(work, f"{name}.metrics.jsonl"), **extra}
+    if os.path.exists(cfg["metrics_file"]):
+        os.remove(cfg["metrics_file"])  # air-train appends
     path = os.path.join(work, f"{name}.yaml")
     with open(path, "w") as f:
         for k, v in cfg.items():
@@ -109,7 +135,8 @@ def train_run(args, model_dir, work, name, extra):
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     log(f"$ {' '.join(cmd)}  (took {time.time() - t:.1f}s, exit {r.returncode})")
-    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    # The JSON step lines are in the metrics file; the log has the readable ones.
+    lines = [json.loads(l) for l in open(cfg["metrics_file"])] if os.path.exists(cfg["metrics_file"]) else []
     human = [l for l in r.stdout.splitlines() if l.startswith("step ") or l.startswith("engine:")]
     log("\n".join(human[:3] + ["..."] + human[-2:]))
     if r.returncode != 0:
@@ -129,6 +156,68 @@ def train_run(args, model_dir, work, name, extra):
     return res
 
 
+def check_family(args, family, work, results):
+    """The other families (module docstring): the training engine's path against transformers."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    model_dir = os.path.join(work, family + "-random")
+    torch.manual_seed(0)
+    cfg = AutoConfig.for_model(family, **FAMILY_SHAPE, **FAMILIES[family])
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model.save_pretrained(model_dir)
+    ensure_tokenizer(args.root, model_dir)
+    results["family"] = {"model_type": family, "config": {k: v for k, v in cfg.to_dict().items()
+                                                          if k in FAMILY_SHAPE or k in FAMILIES[family]}}
+    log(f"[model] {family}: {sum(p.numel() for p in model.parameters())} parameters in {model_dir}")
+    g = torch.Generator().manual_seed(1)
+    B, T = 2, 256
+    ids = torch.randint(3, FAMILY_SHAPE["vocab_size"], (B, T), generator=g)
+    ids[:, 0] = FAMILY_SHAPE["bos_token_id"]
+    labels = ids.clone()
+    labels[:, :40] = -100
+    labels[1, 200:] = -100
+    ids_path = os.path.join(work, "ids.safetensors")
+    save_file({"input_ids": ids, "labels": labels}, ids_path)
+    last = FAMILY_SHAPE["num_hidden_layers"] - 1
+    names = [n for n, _ in model.named_parameters() if not n.startswith("model.layers.")
+             or n.startswith("model.layers.0.") or n.startswith(f"model.layers.{last}.")]
+    model.train()
+    hf32 = hf_pass(model, ids.cuda(), labels.cuda(), names)
+    saved = os.path.join(work, "ours-ckpt")
+    ours32 = ours_pass(args, model_dir, ids_path, os.path.join(work, "ours32m.safetensors"), "fp32",
+                       ["--engine", "manual", "--save", saved])
+    compare("fp32_engine", ours32, *hf32, results)
+    missing = [n for n in hf32[2] if "grad." + n not in ours32]
+    results["fp32_engine"]["grads_missing"] = missing
+    del model
+    torch.cuda.empty_cache()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16).cuda()
+    model.train()
+    hfbf = hf_pass(model, ids.cuda(), labels.cuda(), names)
+    oursbf = ours_pass(args, model_dir, ids_path, os.path.join(work, "oursbfm.safetensors"), "bf16", ["--engine", "manual"])
+    compare("bf16_engine", oursbf, *hfbf, results)
+    e = results["bf16_engine"]
+    e["hf_bf16_vs_fp32_logits_rel_norm"] = rel_norm(hfbf[0], hf32[0])
+    e["engine_bf16_vs_fp32_logits_rel_norm"] = rel_norm(oursbf["logits"], hf32[0])
+    e["hf_bf16_vs_fp32_grad_rel_norm_max"] = max(rel_norm(hfbf[2][n], hf32[2][n]) for n in hfbf[2])
+    e["engine_bf16_vs_fp32_grad_rel_norm_max"] = max(rel_norm(oursbf["grad." + n], hf32[2][n]) for n in hfbf[2])
+    log("[bf16 vs fp32] " + json.dumps({k: v for k, v in e.items() if "_vs_fp32_" in k}))
+    del model, hfbf
+    torch.cuda.empty_cache()
+    back = AutoModelForCausalLM.from_pretrained(saved, dtype=torch.float32).cuda()
+    with torch.no_grad():
+        logits_back = back(input_ids=ids.cuda()).logits.float().cpu()
+    results["checkpoint"] = {"files": sorted(os.listdir(saved)), "logits_rel_max_vs_ours": rel_max(logits_back, ours32["logits"])}
+    log(f"[checkpoint] {results['checkpoint']}")
+    del back
+    torch.cuda.empty_cache()
+    f = results["fp32_engine"]
+    return (f["logits_rel_max"] < 1e-4 and f["grad_rel_norm_max"] < 1e-3 and not missing
+            and e["engine_bf16_vs_fp32_logits_rel_norm"] < 1.5 * e["hf_bf16_vs_fp32_logits_rel_norm"]
+            and e["engine_bf16_vs_fp32_grad_rel_norm_max"] < 1.5 * e["hf_bf16_vs_fp32_grad_rel_norm_max"]
+            and results["checkpoint"]["logits_rel_max_vs_ours"] < 1e-4), model_dir
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -136,6 +225,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=13)
     ap.add_argument("--skip-train", action="store_true")
+    ap.add_argument("--family", default="llama", choices=["llama"] + sorted(FAMILIES))
     args = ap.parse_args()
     import transformers
     from transformers import AutoModelForCausalLM
@@ -145,6 +235,16 @@ def main():
     results = {"env": {"torch": torch.__version__, "transformers": transformers.__version__,
                        "gpu": torch.cuda.get_device_name(0)}}
     log("[env]", json.dumps(results["env"]))
+
+    if args.family != "llama":
+        ok, model_dir = check_family(args, args.family, work, results)
+        results["pass"] = ok
+        log(f"[checks] {'PASS' if ok else 'FAIL'}")
+        json.dump(results, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+        if not args.skip_train:
+            results["train_packed"] = train_run(args, model_dir, work, "packed", {"packing": True})
+            json.dump(results, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+        return 0 if ok else 1
 
     model_dir = os.path.join(work, "llama-1b-random")
     torch.manual_seed(0)

@@ -13,7 +13,7 @@ cp "$src/core/base/error.h" "$src/core/base/host.h" "$src/core/base/host.cc" "$d
 # (the launcher's CMake target pulls in air_core, whose headers the GPU image lacks).
 mkdir -p "$dest/launcher" "$dest/bench"
 cp -r "$src/launcher/torchrun" "$dest/launcher/"
-cp "$src/bench/fsdp_bench.py" "$dest/bench/"
+cp "$src/bench/fsdp_bench.py" "$src/bench/train_metrics.py" "$dest/bench/"  # train_metrics: the benches read metrics_file
 cp /usr/include/pcre2.h "$dest/include/"
 # The reference baseline and the tuned PyTorch peer (not ours, not committed) run in the same call, for
 # same-machine ratios.

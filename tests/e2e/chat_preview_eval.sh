@@ -78,8 +78,8 @@ n_eval=$(grep -o 'eval: [0-9]* examples' "$TMP/train1.log" | head -1 | grep -o '
 "$BIN/air-train" --set "model_name=$TMP/ckpt" --set init=pretrained --set chat_template=tiny_chat/chat_template.jinja \
   --set max_seq_len=128 --set "dataset_name=$TMP/eval.jsonl" --set packing=false --set "per_device_batch_size=$n_eval" \
   --set gradient_accumulation_steps=1 --set learning_rate=1e-12 --set max_steps=1 --set save=false --set data_cache_dir=off \
-  > "$TMP/forward.log" 2>&1 || { tail -20 "$TMP/forward.log"; fail "the separate forward failed"; }
-fwd=$(grep -o '"step":1,[^}]*"loss":[-0-9.e+]*' "$TMP/forward.log" | sed 's/.*"loss"://')
+  --set "metrics_file=$TMP/forward.jsonl" > "$TMP/forward.log" 2>&1 || { tail -20 "$TMP/forward.log"; fail "the separate forward failed"; }
+fwd=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["loss"])' "$TMP/forward.jsonl")
 python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-4 * max(1, abs(b)) else 1)" "$eval_loss" "$fwd" ||
   fail "eval_loss $eval_loss differs from the separate forward's loss $fwd"
 echo "eval: eval_loss $eval_loss after step 12 = a separate forward over the $n_eval eval examples ($fwd)"

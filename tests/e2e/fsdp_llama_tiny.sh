@@ -13,10 +13,8 @@ BIN=${AIR_BIN_DIR:?}
 [ -f "$SRC/examples/tiny_model/tokenizer.json" ] && [ -f "$SRC/examples/data/alpaca_tiny.json" ] || {
   echo "skip: examples/tiny_model or examples/data/alpaca_tiny.json missing"; exit 125; }
 source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/train_steps.bash"
 export OMP_NUM_THREADS=1
-
-# step N loss X, one per line, from a log's JSON step lines.
-losses() { grep -o '"step":[0-9]*,[^}]*"loss":[-0-9.e+]*' "$1" | sed 's/"step":\([0-9]*\),.*"loss":\(.*\)/\1 \2/'; }
 
 # ---- air run --watch, 2 nodes x 2 ranks ----
 t0=$(date +%s)
@@ -27,7 +25,8 @@ id=$("$AIR" -o json list --all-status | json_get - 'd["runs"][0]["run_id"]')
 [ "$(run_field "$id" 'd["state"]')" = SUCCEEDED ] || fail "run $id did not succeed"
 for n in 0 1; do
   "$AIR" logs "$id" --node $n > "$E2E_TMP/node$n.log"
-  losses "$E2E_TMP/node$n.log" > "$E2E_TMP/node$n.loss"
+  no_json_steps "$E2E_TMP/node$n.log"
+  log_losses "$E2E_TMP/node$n.log" > "$E2E_TMP/node$n.loss"
   steps=$(wc -l < "$E2E_TMP/node$n.loss")
   [ "$steps" -ge 2 ] || fail "node $n's log shows $steps step lines: $(tail -5 "$E2E_TMP/node$n.log")"
   first=$(head -1 "$E2E_TMP/node$n.loss" | cut -d' ' -f2) last=$(tail -1 "$E2E_TMP/node$n.loss" | cut -d' ' -f2)
@@ -51,11 +50,12 @@ done
 # ---- the checkpoint loads back: one step from it, 1 process (local engine) and 2 ranks (FSDP) ----
 reload=(--set "model_name=$ckpt" --set "dataset_name=$SRC/examples/data/alpaca_tiny.json" --set init=pretrained
         --set max_seq_len=128 --set packing=true --set learning_rate=1e-9 --set max_steps=1 --set save=false --set seed=5)
-"$BIN/air-train" "${reload[@]}" --set per_device_batch_size=4 > "$E2E_TMP/reload1.log" 2>&1 ||
+"$BIN/air-train" "${reload[@]}" --set per_device_batch_size=4 --set "metrics_file=$E2E_TMP/reload1.jsonl" \
+  > "$E2E_TMP/reload1.log" 2>&1 ||
   { cat "$E2E_TMP/reload1.log"; fail "reloading the checkpoint in one process failed"; }
 "$BIN/air-torchrun" --standalone --nproc_per_node 2 "$BIN/air-train" "${reload[@]}" --set per_device_batch_size=2 \
-  > "$E2E_TMP/reload2.log" 2>&1 || { cat "$E2E_TMP/reload2.log"; fail "reloading the checkpoint on 2 ranks failed"; }
-l1=$(losses "$E2E_TMP/reload1.log" | cut -d' ' -f2) l2=$(losses "$E2E_TMP/reload2.log" | cut -d' ' -f2)
+  --set "metrics_file=$E2E_TMP/reload2.jsonl" > "$E2E_TMP/reload2.log" 2>&1 || { cat "$E2E_TMP/reload2.log"; fail "reloading the checkpoint on 2 ranks failed"; }
+l1=$(metrics_losses "$E2E_TMP/reload1.jsonl" | cut -d' ' -f2) l2=$(metrics_losses "$E2E_TMP/reload2.jsonl" | cut -d' ' -f2)
 first=$(head -1 "$E2E_TMP/node0.loss" | cut -d' ' -f2)
 awk -v a="$l1" -v b="$l2" -v f="$first" 'BEGIN { d = a - b; if (d < 0) d = -d
   exit !(a == a + 0 && a < 0.85 * f && d <= 1e-4 * a) }' ||
@@ -68,9 +68,9 @@ common=(--set "model_name=$SRC/examples/tiny_model" --set "dataset_name=$SRC/exa
         --set seed=7 --set engine=fsdp)
 run() {  # run NAME WORLD BATCH ACCUM
   "$BIN/air-torchrun" --standalone --nproc_per_node "$2" "$BIN/air-train" "${common[@]}" \
-    --set "per_device_batch_size=$3" --set "gradient_accumulation_steps=$4" > "$E2E_TMP/$1.log" 2>&1 ||
-    { cat "$E2E_TMP/$1.log"; fail "world $2 failed"; }
-  losses "$E2E_TMP/$1.log" > "$E2E_TMP/$1.loss"
+    --set "per_device_batch_size=$3" --set "gradient_accumulation_steps=$4" --set "metrics_file=$E2E_TMP/$1.jsonl" \
+    > "$E2E_TMP/$1.log" 2>&1 || { cat "$E2E_TMP/$1.log"; fail "world $2 failed"; }
+  metrics_losses "$E2E_TMP/$1.jsonl" > "$E2E_TMP/$1.loss"
 }
 compare() {
   paste "$E2E_TMP/$1.loss" "$E2E_TMP/$2.loss" | awk -v a="$1" -v b="$2" '

@@ -67,20 +67,28 @@ print(f"fixture: {len(files)} shards, {len(seen)} tensors, index consistent")
 PY
 
 # ---- the step-log checker ----
-steplog() {  # steplog FILE LOSS...
+steplog() {  # steplog FILE LOSS...: air-train's readable step lines (JSON ones too with STEPLOG_JSON=1)
   local f=$1 i=1; shift
   for l in "$@"; do
-    echo "step $i/$# | loss $l | lr 1e-4 | grad_norm 1.0 | 10 ms | tok/s 100 padded, 50 real | MFU 1.0%"
-    echo "{\"step\":$i,\"loss\":$l,\"step_time_s\":0.01,\"tokens_per_s_padded\":100,\"tokens_per_s_real\":50,\"mfu\":0.01}"
+    echo "step $i/$# | loss $l | lr 1.000e-04 | grad_norm 1.000 | 12.5 ms | tok/s 100 padded, 50 real | MFU 1.0% | peak 2.5 GiB"
+    [ -z "${STEPLOG_JSON:-}" ] || echo "{\"step\":$i,\"loss\":$l,\"step_time_s\":0.0125,\"tokens_per_s_padded\":100,\"mfu\":0.01}"
     i=$((i + 1))
   done > "$f"
 }
 steplog "$E2E_TMP/good.log" 11.8 11.5 11.0 10.2 9.7 9.1
 python3 "$ck" steps --log "$E2E_TMP/good.log" --steps 6 --json "$E2E_TMP/s.json" >/dev/null || fail "a falling loss was refused"
+python3 - "$E2E_TMP/s.json" <<'PY' || fail "the checker misread the step lines: $(cat "$E2E_TMP/s.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(0 if (s["steps_logged"] == [1, 2, 3, 4, 5, 6] and s["loss_first"] == [11.8, 11.5] and s["tokens_per_s_real"] == 50
+               and abs(s["steady_step_s"] - 0.0125) < 1e-9 and s["mfu"] == 0.01 and s["peak_memory_gib"] == 2.5) else 1)
+PY
 steplog "$E2E_TMP/flat.log" 11.8 11.8 11.9 11.8 11.9 11.9
 if python3 "$ck" steps --log "$E2E_TMP/flat.log" --steps 6 --json "$E2E_TMP/s.json" >/dev/null; then fail "a flat loss passed"; fi
 if python3 "$ck" steps --log "$E2E_TMP/good.log" --steps 7 --json "$E2E_TMP/s.json" >/dev/null; then fail "a missing step passed"; fi
-echo "steps: the checker takes a falling loss, refuses a flat one and a missing step"
+STEPLOG_JSON=1 steplog "$E2E_TMP/twice.log" 11.8 11.5 11.0 10.2 9.7 9.1
+if python3 "$ck" steps --log "$E2E_TMP/twice.log" --steps 6 --json "$E2E_TMP/s.json" >/dev/null; then fail "a log saying each step twice passed"; fi
+echo "steps: the checker takes a falling loss, refuses a flat one, a missing step and a step said twice (JSON)"
 
 # ---- the whole script on CPU ----
 if [ ! -x "$BIN/air-train" ] || [ ! -x "$BIN/air-train-check" ] || [ ! -x "$BIN/air-torchrun" ]; then

@@ -79,7 +79,7 @@ grep -Eq "model source: testorg/tiny-llama from hub (download|cache) \(testorg/t
   fail "the log does not say where the model came from: $(grep -i 'model\|hub' "$E2E_TMP/online.log" | head)"
 grep -Eq "dataset: testorg/alpaca-tiny from hub (download|cache) \(testorg/alpaca-tiny@main" "$E2E_TMP/online.log" ||
   fail "the log does not say where the dataset came from"
-grep -q '"step":6' "$E2E_TMP/online.log" || fail "training did not reach step 6: $(tail -5 "$E2E_TMP/online.log")"
+grep -q '^step 6/6 | loss' "$E2E_TMP/online.log" || fail "training did not reach step 6: $(tail -5 "$E2E_TMP/online.log")"
 [ "$(stats 'd["blob_get"]')" = 1 ] || fail "expected one blob download (the train split's Parquet file), got $(stats 'd')"
 [ "$(stats 'd["resolve_get"]')" = 3 ] || fail "expected 3 small-file downloads (config, tokenizer, tokenizer_config) for 2 ranks, got $(stats 'd')"
 [ "$(stats 'd["blob_auth_rejected"]')" = 0 ] || fail "the token was sent to the blob host"
@@ -99,5 +99,5 @@ id=$("$AIR" -o json list --all-status | json_get - 'd["runs"][0]["run_id"]')
 grep -q "model source: testorg/tiny-llama from hub cache (testorg/tiny-llama@main, commit " "$E2E_TMP/offline.log" ||
   fail "the offline run did not use the cache: $(grep -i 'model\|hub' "$E2E_TMP/offline.log" | head)"
 grep -q "dataset: testorg/alpaca-tiny from hub cache" "$E2E_TMP/offline.log" || fail "the offline dataset did not come from the cache"
-grep -q '"step":6' "$E2E_TMP/offline.log" || fail "the offline run did not reach step 6"
+grep -q '^step 6/6 | loss' "$E2E_TMP/offline.log" || fail "the offline run did not reach step 6"
 echo "offline: trained from the cache alone"

@@ -7,6 +7,7 @@
   echo "skip: air-train / air-torchrun not built"; exit 125; }
 [ -f "${AIR_SOURCE_DIR:?}/examples/tiny_model/tokenizer.json" ] || { echo "skip: examples/tiny_model is incomplete"; exit 125; }
 source "$(dirname "$0")/lib/slurm.bash"
+source "$(dirname "$0")/lib/train_steps.bash"
 
 # The example as it is, but each node first says where it is and where it meets the others (air-torchrun
 # and the non-zero ranks of air-train print nothing), and the snapshot root is given absolutely.
@@ -28,7 +29,8 @@ echo "FSDP on 2 Slurm nodes x 2 ranks took $((SECONDS - start)) s"
 "$AIR" logs "$id" --node 1 > "$E2E_TMP/n1.log"
 # Each node's air-torchrun saw the job's shape; node 1 joined node 0's rendezvous at its cluster address.
 master=$(getent ahostsv4 node1 | awk '{print $1; exit}')
-losses=$(grep -o '"step":[0-9]*,[^}]*"loss":[-0-9.e+]*' "$E2E_TMP/n0.log" | sed 's/.*"loss":\(.*\)/\1/')
+no_json_steps "$E2E_TMP/n0.log"
+losses=$(log_losses "$E2E_TMP/n0.log" | cut -d' ' -f2)
 [ "$(echo "$losses" | wc -l)" -ge 10 ] || { cat "$E2E_TMP/n0.log"; fail "node 0 logged fewer than 10 loss lines"; }
 first=$(echo "$losses" | head -n 1) last=$(echo "$losses" | tail -n 1)
 python3 -c "import sys; sys.exit(0 if $last < $first - 0.3 else 1)" || fail "loss did not fall: $first -> $last"

@@ -105,9 +105,12 @@ TEST_CASE("lora config: the block reads PEFT's names, bad values are located err
 
   std::string e = config_error("lora:\n  r: 8\n  rank: 4\n");
   CHECK_THAT(e, Catch::Contains("train.yaml:3:3: error: unknown key 'lora.rank'") && Catch::Contains("lora takes: r"));
-  e = config_error("lora:\n  target_modules: [q_proj, qkv_proj]\n");
-  CHECK_THAT(e, Catch::Contains("train.yaml:2:28: error: lora.target_modules: 'qkv_proj' is not a block linear") &&
-                    Catch::Contains("did you mean 'q_proj'?"));
+  e = config_error("lora:\n  target_modules: [q_proj, qkv_prj]\n");
+  CHECK_THAT(e, Catch::Contains("train.yaml:2:28: error: lora.target_modules: 'qkv_prj' is not a block linear") &&
+                    Catch::Contains("did you mean 'qkv_proj'?"));
+  // Phi-3's fused modules (PEFT's names for it) read too; whether the model has them is checked with its config.
+  apply_override(c, "lora.target_modules=[down_proj, gate_up_proj, qkv_proj]");
+  REQUIRE((c.lora.target_modules == std::vector<std::string>{"qkv_proj", "gate_up_proj", "down_proj"}));
   e = config_error("lora:\n  alfa: 3\n");
   CHECK_THAT(e, Catch::Contains("did you mean 'alpha'?"));
   e = config_error("lora:\n  r: 0\n");

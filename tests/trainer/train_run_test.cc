@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
 
 #include "trainer/model/llama_config.h"
 #include "trainer/model/model.h"
@@ -52,12 +53,33 @@ TEST_CASE("train: the tiny model learns the example data and matches the golden 
   at::set_num_threads(1);  // the golden curve is recorded single-threaded: reductions then sum in one order
   fs::path dir = temp_dir("golden");
   std::ostringstream log;
-  TrainResult r = run_training(tiny((dir / "ckpt").string()), log);
+  TrainConfig c = tiny((dir / "ckpt").string());
+  fs::create_directories(dir);
+  c.metrics_file = (dir / "metrics.jsonl").string();
+  TrainResult r = run_training(c, log);
   INFO(log.str());
   REQUIRE(r.losses.size() == 30);
   REQUIRE(r.losses[29] < 0.8 * r.losses[0]);
   REQUIRE(log.str().find("configuration:\n") == 0);
-  REQUIRE(log.str().find("{\"step\":30,") != std::string::npos);
+  // The log says each logged step once (log_every 10: steps 1, 10, 20, 30), as its readable line; the JSON
+  // lines, with the unrounded figures, go to metrics_file.
+  std::vector<std::string> step_lines;
+  std::istringstream lines(log.str());
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    CHECK(line.find("{\"step\"") == std::string::npos);
+    if (line.rfind("step ", 0) == 0) step_lines.push_back(line.substr(0, line.find(" | ")));
+  }
+  CHECK(step_lines == std::vector<std::string>{"step 1/30", "step 10/30", "step 20/30", "step 30/30"});
+  std::ifstream metrics(c.metrics_file);
+  std::vector<std::pair<int64_t, double>> logged;
+  for (std::string line; std::getline(metrics, line);) {
+    auto j = nlohmann::json::parse(line);
+    logged.emplace_back(j.at("step").get<int64_t>(), j.at("loss").get<double>());
+    CHECK(j.contains("tokens_per_s_padded"));
+  }
+  REQUIRE(logged.size() == 4);
+  for (auto [step, loss] : logged) CHECK(loss == r.losses[static_cast<size_t>(step - 1)]);
 
   const fs::path golden = fs::path(AIR_SOURCE_DIR) / "tests/trainer/golden/tiny_loss.txt";
   if (std::getenv("AIR_UPDATE_GOLDEN")) {
@@ -97,11 +119,20 @@ TEST_CASE("train: padded rows (the reference's batching) train too, without reco
   c.activation_checkpointing = "false";
   c.max_steps = 8;
   c.save = false;
+  c.metrics_file = "-";  // the JSON lines into the log itself, each after its step's readable line
   std::ostringstream log;
   TrainResult r = run_training(c, log);
   INFO(log.str());
   REQUIRE(r.losses.back() < 0.95 * r.losses.front());
   REQUIRE(log.str().find("(padded to 128)") != std::string::npos);
+  for (int step : {1, 8}) {  // log_every 10: the first and the last step
+    const std::string readable = "\nstep " + std::to_string(step) + "/8 | ";
+    const size_t at = log.str().find(readable);
+    REQUIRE(at != std::string::npos);
+    const size_t next = log.str().find('\n', at + 1);
+    const std::string json = "{\"step\":" + std::to_string(step) + ",";
+    CHECK(log.str().compare(next + 1, json.size(), json) == 0);
+  }
   REQUIRE(r.checkpoint_dir.empty());
   REQUIRE_FALSE(fs::exists(dir / "ckpt"));
 }
@@ -211,6 +242,11 @@ TEST_CASE("train: a missing model or dataset is a clear error before any work") 
   c = tiny((dir / "ckpt").string());
   c.init = "pretrained";
   REQUIRE_THROWS_WITH(run_training(c, log), Catch::Contains("has no model.safetensors"));
+  c = tiny((dir / "ckpt").string());
+  c.metrics_file = (dir / "no-such-folder" / "metrics.jsonl").string();
+  REQUIRE_THROWS_WITH(run_training(c, log), Catch::Contains("metrics_file: cannot open") &&
+                                                Catch::Contains("no-such-folder/metrics.jsonl"));
+  REQUIRE_FALSE(fs::exists(dir / "ckpt"));
   unsetenv("HF_HOME");
   unsetenv("HF_HUB_OFFLINE");
 }

@@ -24,14 +24,29 @@ struct Group {
   int64_t in;
 };
 
-// The four groups of block linears that share an input, with their modules' output sizes.
+// The four groups of block linears that share an input, with their modules' output sizes. Phi-3's
+// checkpoint fuses q/k/v into self_attn.qkv_proj and gate/up into mlp.gate_up_proj, and PEFT adapts those
+// as one module each: one A [r, H] and one B spanning the fused rows (q | k | v, gate | up, the rows' order
+// in the base's qkv and gu matrices too).
 std::vector<Group> groups(const LlamaConfig& c) {
   const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
                 I = c.intermediate_size;
+  if (c.fused_checkpoint)
+    return {{"qkv", {"qkv_proj"}, {q + 2 * kv}, H},
+            {"o", {"o_proj"}, {H}, q},
+            {"gu", {"gate_up_proj"}, {2 * I}, H},
+            {"down", {"down_proj"}, {H}, I}};
   return {{"qkv", {"q_proj", "k_proj", "v_proj"}, {q, kv, kv}, H},
           {"o", {"o_proj"}, {H}, q},
           {"gu", {"gate_proj", "up_proj"}, {I, I}, H},
           {"down", {"down_proj"}, {H}, I}};
+}
+
+// A group's output rows (all its modules').
+int64_t out_rows(const Group& g) {
+  int64_t n = 0;
+  for (int64_t r : g.rows) n += r;
+  return n;
 }
 
 at::Tensor take(const at::Tensor& flat, int64_t& off, std::vector<int64_t> shape) {
@@ -243,7 +258,36 @@ at::Tensor lora_linear_bwd(const at::Tensor& dy, const at::Tensor& w, const at::
 }
 
 const char* lora_parent(const std::string& module) {
-  return module == "gate_proj" || module == "up_proj" || module == "down_proj" ? "mlp" : "self_attn";
+  return module == "gate_proj" || module == "up_proj" || module == "gate_up_proj" || module == "down_proj" ? "mlp"
+                                                                                                          : "self_attn";
+}
+
+std::vector<std::string> lora_block_modules(const LlamaConfig& c) {
+  std::vector<std::string> out;
+  for (const Group& g : groups(c)) out.insert(out.end(), g.modules.begin(), g.modules.end());
+  return out;
+}
+
+std::vector<std::string> lora_family_targets(const LoraConfig& lc, const LlamaConfig& c, const std::string& where) {
+  const std::vector<std::string> family = lora_block_modules(c);
+  std::vector<std::string> want = lc.target_modules, all7 = lora_module_names();
+  std::sort(want.begin(), want.end());
+  std::sort(all7.begin(), all7.end());
+  if (want == all7) return family;  // all-linear, or the default: every block linear of the family
+  std::string names;
+  for (const auto& m : family) names += (names.empty() ? "" : ", ") + m;
+  for (const auto& m : lc.target_modules)
+    if (std::find(family.begin(), family.end(), m) == family.end())
+      throw Error("lora.target_modules: '" + m + "' is not a block linear of model_type '" + c.model_type + "' (" +
+                      where + ")" +
+                      (c.fused_checkpoint ? ": its checkpoint fuses q/k/v into qkv_proj and gate/up into gate_up_proj, "
+                                            "and PEFT adapts those whole"
+                                          : ""),
+                  "use some of " + names + ", or all-linear");
+  std::vector<std::string> out;
+  for (const auto& m : family)
+    if (lc.targets(m)) out.push_back(m);
+  return out;
 }
 
 std::vector<LoraParamSpec> lora_block_params(const LlamaConfig& c, const LoraConfig& lc) {
@@ -273,7 +317,7 @@ int64_t folded_ld(int64_t in, int64_t kr, int64_t align) { return kr ? round_up(
 int64_t lora_base_numel(const LlamaConfig& c, const LoraConfig& lc, int64_t align) {
   const auto gs = groups(c);
   const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, I = c.intermediate_size;
-  const int64_t W = gs[0].rows[0] + gs[0].rows[1] + gs[0].rows[2];
+  const int64_t W = out_rows(gs[0]);
   return 2 * H + H * q + W * folded_ld(H, group_kr(gs[0], lc), align) +
          2 * I * folded_ld(H, group_kr(gs[2], lc), align) + (H + group_kr(gs[3], lc)) * I + extras_numel(c);
 }
@@ -282,7 +326,7 @@ LoraBaseView lora_base_view(const LlamaConfig& c, const LoraConfig& lc, const at
   if (flat.numel() < lora_base_numel(c, lc, align)) throw Error("lora_base_view: flat buffer too small for the block");
   const auto gs = groups(c);
   const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, I = c.intermediate_size;
-  const int64_t W = gs[0].rows[0] + gs[0].rows[1] + gs[0].rows[2];
+  const int64_t W = out_rows(gs[0]);
   const int64_t kq = group_kr(gs[0], lc), kg = group_kr(gs[2], lc), kd = group_kr(gs[3], lc);
   int64_t off = 0;
   LoraBaseView v;
@@ -356,8 +400,7 @@ LoraBlock lora_block_weights(const LlamaConfig& c, const LoraConfig& lc, const a
       if (lc.targets(g.modules[i])) mods.push_back(i);
     if (mods.empty()) continue;
     const int64_t k = static_cast<int64_t>(mods.size());
-    int64_t out = 0;
-    for (int64_t rows : g.rows) out += rows;
+    const int64_t out = out_rows(g);
     LoraGroup& lg = *dst[gi];
     lg.group = static_cast<int>(gi);
     lg.A = take(flat, off, {k * lc.r, g.in});
@@ -510,15 +553,9 @@ int64_t lora_block_saved_bytes(const LlamaConfig& c, const LoraConfig& lc, int64
                 I = c.intermediate_size, W = q + 2 * kv;
   // Always: qkv (attention's input), attention output, h1, gu; plus fp32 rstd and lse.
   int64_t per_token = elem_size * (W + q + H + 2 * I) + 4 * (2 + c.num_attention_heads);
-  auto any = [&](std::initializer_list<const char*> ms) {
-    for (const char* m : ms)
-      if (lc.targets(m)) return true;
-    return false;
-  };
-  if (any({"q_proj", "k_proj", "v_proj"})) per_token += elem_size * (H + 3 * lc.r);
-  if (any({"o_proj"})) per_token += elem_size * (q + lc.r);
-  if (any({"gate_proj", "up_proj"})) per_token += elem_size * (H + 2 * lc.r);
-  if (any({"down_proj"})) per_token += elem_size * (I + lc.r);
+  // Per group with an adapter: its input (for A's gradient) and x A^T.
+  for (const Group& g : groups(c))
+    if (const int64_t kr = group_kr(g, lc)) per_token += elem_size * (g.in + kr);
   return tokens * per_token;
 }
 

@@ -33,6 +33,14 @@ std::vector<LoraParamSpec> lora_block_params(const LlamaConfig& c, const LoraCon
 int64_t lora_block_numel(const LlamaConfig& c, const LoraConfig& lc);
 // "self_attn" or "mlp": the submodule a block linear lives in.
 const char* lora_parent(const std::string& module);
+// PEFT's names of the family's block linears in the adapters' order: Llama's seven (q_proj ... down_proj), or
+// Phi-3's four (qkv_proj, o_proj, gate_up_proj, down_proj: its checkpoint's fused modules, adapted whole as
+// PEFT does, one A/B pair each with B spanning the fused rows).
+std::vector<std::string> lora_block_modules(const LlamaConfig& c);
+// lora.target_modules for this family, in lora_block_modules order: all seven Llama names (all-linear, the
+// default) mean every block linear of the family; otherwise each name must be one of the family's, else an
+// Error naming it, the model type and `where` (the config.json), with the family's names as the hint.
+std::vector<std::string> lora_family_targets(const LoraConfig& lc, const LlamaConfig& c, const std::string& where);
 
 // The LoRA engine's frozen base of one block, laid out so that adapters fold into the base GEMMs (no copy of
 // a base weight: the folded matrices ARE the base weights, with a few extra columns or rows):

@@ -3,17 +3,17 @@
 
 #include "core/base/error.h"
 #include "trainer/checkpoint/safetensors.h"
+#include "trainer/model/lora_block.h"
 
 namespace air::train {
 
 void check_model_features(const TrainConfig& t, const ModelConfig& c, const std::string& name) {
-  // Every other path works for every supported family: the hand-written block (CUDA kernels, FP8, recomputation,
+  // Every path works for every supported family: the hand-written block (CUDA kernels, FP8, recomputation,
   // FSDP units, sharded checkpoints and resume) carries the family's options; packing and sliding windows take the
   // masked attention kernels where the variable-length one has no window or score scale (block.h, AttnPlan).
-  if (t.lora.enabled && c.fused_checkpoint)
-    throw Error(name + ": LoRA on model_type '" + c.model_type + "' is not supported yet: its checkpoint fuses "
-                           "q/k/v and gate/up, and PEFT adapts qkv_proj and gate_up_proj whole",
-                "full fine-tuning of it is supported (remove the lora: block)");
+  // LoRA's modules are the family's (Phi-3: the fused qkv_proj and gate_up_proj, as PEFT adapts them): a name the
+  // family lacks is refused here.
+  if (t.lora.enabled) lora_family_targets(t.lora, c, name);
 }
 
 LlamaModel build_model(const EngineSetup& s, at::Device device, at::ScalarType dtype) {

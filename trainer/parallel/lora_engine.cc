@@ -349,10 +349,16 @@ class LoraEngine : public Engine {
         ++next;
         at::Tensor w = weight(l, i);
         const std::string& suffix = names[i];  // parent.module.weight
-        const std::string module = suffix.substr(suffix.find('.') + 1, suffix.rfind('.') - suffix.find('.') - 1);
-        if (suffix.size() > 7 && suffix.compare(suffix.size() - 7, 7, ".weight") == 0 && lc_.targets(module)) {
-          const std::string stem = "model.layers." + std::to_string(l) + "." + suffix.substr(0, suffix.rfind('.'));
-          w = lora_merge(w, ad.at(stem + ".lora_A.weight"), ad.at(stem + ".lora_B.weight"), lc_.scaling());
+        // The adapted module is the checkpoint's: Phi-3's q/k/v are rows [row, row + rows) of qkv_proj (gate/up of
+        // gate_up_proj), whose one adapter's B spans them all; each part merges with its rows of B.
+        const CheckpointSlot slot = checkpoint_slot(c, suffix);
+        const std::string& file = slot.suffix;
+        const std::string module = file.substr(file.find('.') + 1, file.rfind('.') - file.find('.') - 1);
+        if (file.size() > 7 && file.compare(file.size() - 7, 7, ".weight") == 0 && lc_.targets(module)) {
+          const std::string stem = "model.layers." + std::to_string(l) + "." + file.substr(0, file.rfind('.'));
+          at::Tensor b = ad.at(stem + ".lora_B.weight");
+          if (slot.rows) b = b.narrow(0, slot.row, slot.rows);
+          w = lora_merge(w, ad.at(stem + ".lora_A.weight"), b, lc_.scaling());
         }
         if (spec_name != LlamaModel::block_param_name(static_cast<int64_t>(l), suffix))
           throw Error("merged checkpoint: expected " + spec_name + ", have layer " + std::to_string(l) + " " + suffix);

@@ -95,6 +95,9 @@ TEST_CASE("stragglers: a node with no step yet, or one node alone, is no straggl
 TEST_CASE("step lines: air-train's by default, any pattern's first group when set", "[health][straggler]") {
   StepPattern d;
   CHECK(*d.match("step 12/300 | loss 2.1 | lr 1e-4") == 12);
+  // air-train's readable step line as trainer/metrics.cc prints it, the one line per step of its log.
+  CHECK(*d.match("step 128/300 | loss 2.1043 | lr 2.000e-05 | grad_norm 1.927 | 227.4 ms | tok/s 36043 padded, 990 real"
+                 " | MFU 28.5% | peak 26.1 GiB") == 128);
   CHECK(*d.match("  Step 7: loss 3") == 7);
   CHECK_FALSE(d.match("{\"step\":12,\"loss\":2.1}"));
   CHECK_FALSE(d.match("eval step 12 | eval_loss 2"));

@@ -2,7 +2,7 @@
 // logits, loss and every parameter's gradient on a fixed input (tests/trainer/families/<name>/, made by
 // scripts/gpu/make_family_fixtures.py). Our hand-written block (what both engines run) must give the same
 // within 1e-4 relative; a checkpoint we write has the family's Hugging Face layout and loads back with equal
-// logits; the LoRA block with zero adapters computes what the block does.
+// logits; the LoRA block (Phi-3: on its fused qkv_proj and gate_up_proj) computes the block with merged weights.
 // AIR_FAMILIES_EXPORT=DIR: also writes each family's checkpoint as we save it, with our logits
 // (DIR/<name>/expected.safetensors), for `make_family_fixtures.py --check` in transformers.
 #include "tests/trainer/catch_torch.h"  // first: Catch2's CHECK, not libtorch's
@@ -18,6 +18,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/base/error.h"
 #include "trainer/checkpoint/hf_checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/parallel/engine.h"
@@ -230,57 +231,114 @@ TEST_CASE("families: a checkpoint we write has the family's layout and loads bac
   }
 }
 
-TEST_CASE("families: the LoRA block with zero adapters computes the block's output and input gradient") {
+namespace {
+
+// A module's weight rows in a block view: Llama's q/k/v and gate/up are rows of the fused qkv and gu matrices;
+// Phi-3's qkv_proj and gate_up_proj (the modules PEFT adapts on it) are those matrices whole.
+at::Tensor module_rows(const ModelConfig& c, const BlockView& v, const std::string& module) {
+  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim, I = c.intermediate_size;
+  if (module == "q_proj") return v.qkv.narrow(0, 0, q);
+  if (module == "k_proj") return v.qkv.narrow(0, q, kv);
+  if (module == "v_proj") return v.qkv.narrow(0, q + kv, kv);
+  if (module == "qkv_proj") return v.qkv;
+  if (module == "o_proj") return v.o;
+  if (module == "gate_proj") return v.gu.narrow(0, 0, I);
+  if (module == "up_proj") return v.gu.narrow(0, I, I);
+  if (module == "gate_up_proj") return v.gu;
+  REQUIRE(module == "down_proj");
+  return v.down;
+}
+
+}  // namespace
+
+// Non-zero adapters on every block linear of each family (Phi-3: one A/B pair on each fused module, B spanning
+// q | k | v and gate | up), run beside the base GEMMs and folded into them: the LoRA block's output and input
+// gradient are those of the plain block with the merged weights W + (alpha / r) B A (the block the fixtures
+// check against transformers), and the adapters' gradients follow from that block's weight gradient gW:
+// dB = s gW A^T, dA = s B^T gW.
+TEST_CASE("families: LoRA (Phi-3 on its fused qkv_proj and gate_up_proj) is the block with merged weights") {
   at::NoGradGuard no_grad;
-  LoraConfig lc;
-  lc.enabled = true;
-  lc.r = 2;
-  lc.alpha = 4;
-  lc.target_modules = lora_module_names();
-  for (const auto& [name, j] : tiny_family_configs()) {
-    DYNAMIC_SECTION(name) {
-      const ModelConfig c = parse_model_config(j, name);
-      if (c.fused_checkpoint) continue;  // LoRA on Phi-3 is refused when the config is read (engine.h)
-      LlamaModel m(c, at::kCPU, at::kFloat);
-      m.init_random(4);
-      at::manual_seed(11);
-      for (auto& [n, p] : m.named_parameters()) p.add_(at::randn(p.sizes()) * 0.1);
-      std::vector<at::Tensor> flats;
-      for (const auto& b : m.blocks()) {
-        std::vector<at::Tensor> parts;
-        for (const auto& t : b.list()) parts.push_back(t.reshape(-1));
-        flats.push_back(at::cat(parts));
-      }
-      const int64_t B = 2, T = 7, N = B * T;
-      at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).repeat({B, 1});
-      const AttnPlans ps = make_attn_plans(c, Rope(c, at::kCPU), pos, at::Tensor(), at::kFloat, at::kCPU);
-      at::Tensor h = at::randn({N, c.hidden_size}), dout = at::randn({N, c.hidden_size});
-      for (size_t l = 0; l < flats.size(); ++l) {
-        const AttnPlan& plan = ps.layer(c, static_cast<int64_t>(l));
-        BlockSaved s;
-        at::Tensor want = block_fwd(c, block_view(c, flats[l]), h, plan, &s);
-        at::Tensor g = at::zeros_like(flats[l]);
-        at::Tensor want_dh = block_bwd(c, block_view(c, flats[l]), block_view(c, g), h, s, dout, plan);
-        at::Tensor base = at::empty({lora_base_numel(c, lc)});
-        lora_base_pack(c, lc, m.blocks()[l].list(), base);
-        LoraBaseView view = lora_base_view(c, lc, base);
-        std::vector<LoraParamSpec> specs = lora_block_params(c, lc);
-        std::vector<at::Tensor> ts;
-        for (const auto& p : specs) ts.push_back(at::empty(p.shape));
-        at::Generator gen = at::detail::createCPUGenerator(3);
-        lora_init(lc, specs, ts, gen);  // B = 0: the adapters add nothing
-        std::vector<at::Tensor> parts;
-        for (const auto& t : ts) parts.push_back(t.reshape(-1));
-        at::Tensor aflat = at::cat(parts), gflat = at::zeros_like(aflat);
-        LoraBlock a = lora_block_weights(c, lc, aflat, &view);
-        lora_block_attach_grads(c, lc, a, gflat);
-        LoraSaved ls;
-        check_rel(lora_block_fwd(c, view.w, a, h, plan, &ls), want, 1e-5, name + " LoRA block output");
-        check_rel(lora_block_bwd(c, view.w, a, h, ls, dout, plan), want_dh, 1e-4, name + " LoRA input gradient");
-        REQUIRE(gflat.abs().max().item<double>() > 0);  // the B matrices got gradients
+  for (const auto& [name, j] : tiny_family_configs())
+    for (bool fold : {false, true}) {
+      DYNAMIC_SECTION(name << (fold ? ", adapters folded into the base GEMMs" : ", adapters beside them")) {
+        const ModelConfig c = parse_model_config(j, name);
+        LoraConfig lc;
+        lc.enabled = true;
+        lc.r = 2;
+        lc.alpha = 6;
+        lc.target_modules = lora_family_targets(lc, c, name);  // all of the family's (the default's seven names)
+        const std::vector<LoraParamSpec> specs = lora_block_params(c, lc);
+        const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+        if (c.fused_checkpoint) {
+          REQUIRE((lc.target_modules == std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
+          std::vector<std::string> names;
+          for (const auto& p : specs) names.push_back(p.suffix);
+          REQUIRE((names == std::vector<std::string>{"self_attn.qkv_proj.lora_A.weight", "self_attn.qkv_proj.lora_B.weight",
+                                                      "self_attn.o_proj.lora_A.weight", "self_attn.o_proj.lora_B.weight",
+                                                      "mlp.gate_up_proj.lora_A.weight", "mlp.gate_up_proj.lora_B.weight",
+                                                      "mlp.down_proj.lora_A.weight", "mlp.down_proj.lora_B.weight"}));
+          REQUIRE((specs[0].shape == std::vector<int64_t>{2, c.hidden_size}));
+          REQUIRE((specs[1].shape == std::vector<int64_t>{q + 2 * kv, 2}));
+          REQUIRE((specs[5].shape == std::vector<int64_t>{2 * c.intermediate_size, 2}));
+        } else {
+          REQUIRE(lc.target_modules == lora_module_names());
+        }
+        LlamaModel m(c, at::kCPU, at::kFloat);
+        m.init_random(4);
+        at::manual_seed(11);
+        for (auto& [n, p] : m.named_parameters()) p.add_(at::randn(p.sizes()) * 0.1);
+        const int64_t B = 2, T = 7, N = B * T;
+        at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).repeat({B, 1});
+        const AttnPlans ps = make_attn_plans(c, Rope(c, at::kCPU), pos, at::Tensor(), at::kFloat, at::kCPU);
+        at::Tensor h = at::randn({N, c.hidden_size}), dout = at::randn({N, c.hidden_size});
+        for (size_t l = 0; l < m.blocks().size(); ++l) {
+          INFO("block " << l);
+          const AttnPlan& plan = ps.layer(c, static_cast<int64_t>(l));
+          std::vector<at::Tensor> parts;
+          for (const auto& t : m.blocks()[l].list()) parts.push_back(t.reshape(-1));
+          const at::Tensor base = at::cat(parts);
+          std::vector<at::Tensor> ad;
+          for (const auto& p : specs) ad.push_back(at::randn(p.shape) * 0.3);
+          std::map<std::string, std::pair<at::Tensor, at::Tensor>> ab;  // module -> (A, B)
+          for (size_t i = 0; i < specs.size(); ++i) {
+            auto& pair = ab[specs[i].module];
+            (specs[i].is_a ? pair.first : pair.second) = ad[i];
+          }
+
+          // The reference: the plain block with W + s B A in each adapted module's rows.
+          at::Tensor merged = base.clone(), gmerged = at::zeros_like(base);
+          const BlockView mv = block_view(c, merged), gv = block_view(c, gmerged);
+          for (const auto& [mod, a_b] : ab) module_rows(c, mv, mod).add_(at::mm(a_b.second, a_b.first), lc.scaling());
+          BlockSaved bs;
+          const at::Tensor want = block_fwd(c, mv, h, plan, &bs);
+          const at::Tensor want_dh = block_bwd(c, mv, gv, h, bs, dout, plan);
+
+          // Ours on the frozen base (block_view's layout, or the LoRA engine's with the adapters folded in).
+          at::Tensor fbase = at::full({lora_base_numel(c, lc)}, 7.0);
+          lora_base_pack(c, lc, m.blocks()[l].list(), fbase);
+          const LoraBaseView view = lora_base_view(c, lc, fbase);
+          const BlockView w = fold ? view.w : block_view(c, base);
+          std::vector<at::Tensor> aparts;
+          for (const auto& t : ad) aparts.push_back(t.reshape(-1));
+          at::Tensor aflat = at::cat(aparts), gflat = at::zeros_like(aflat);
+          LoraBlock a = lora_block_weights(c, lc, aflat, fold ? &view : nullptr);
+          lora_block_attach_grads(c, lc, a, gflat);
+          LoraSaved ls;
+          check_rel(lora_block_fwd(c, w, a, h, plan, &ls), want, 1e-5, name + " LoRA block output");
+          check_rel(lora_block_bwd(c, w, a, h, ls, dout, plan), want_dh, 1e-4, name + " LoRA input gradient");
+          int64_t off = 0;
+          for (size_t i = 0; i < specs.size(); ++i) {
+            const int64_t n = specs[i].shape[0] * specs[i].shape[1];
+            const at::Tensor got = gflat.narrow(0, off, n).view(specs[i].shape);
+            off += n;
+            const auto& [A, Bm] = ab.at(specs[i].module);
+            const at::Tensor gW = module_rows(c, gv, specs[i].module);
+            const at::Tensor expect = specs[i].is_a ? at::mm(Bm.t(), gW) * lc.scaling() : at::mm(gW, A.t()) * lc.scaling();
+            check_rel(got, expect, 1e-4, name + " gradient of " + specs[i].suffix);
+          }
+        }
       }
     }
-  }
 }
 
 TEST_CASE("families: config.json of an unsupported or mixture-of-experts model is refused by name") {
@@ -357,21 +415,39 @@ TEST_CASE("families: the Qwen3 and Mistral examples read as their workloads' con
   }
 }
 
-TEST_CASE("families: LoRA on Phi-3's fused projections is refused when the config is read, with the reason") {
-  const std::string cfg = "phi3/config.json";
-  ModelConfig c;
-  for (const auto& [name, j] : tiny_family_configs())
-    if (name == "phi3") c = parse_model_config(j, cfg);
+TEST_CASE("families: LoRA's modules are the family's; a name the model lacks is refused when the config is read") {
+  ModelConfig phi, qwen;
+  for (const auto& [name, j] : tiny_family_configs()) {
+    if (name == "phi3") phi = parse_model_config(j, "phi3/config.json");
+    if (name == "qwen3") qwen = parse_model_config(j, "qwen3/config.json");
+  }
   TrainConfig t;
-  check_model_features(t, c, cfg);  // full fine-tuning: fine
-  t.lora.enabled = true;
-  REQUIRE_THROWS_WITH(check_model_features(t, c, cfg),
-                      Catch::Contains("LoRA on model_type 'phi3' is not supported yet") &&
-                          Catch::Contains("qkv_proj and gate_up_proj"));
-  for (const auto& [name, j] : tiny_family_configs())
-    if (name == "qwen3") check_model_features(t, parse_model_config(j, name), name);
+  check_model_features(t, phi, "phi3/config.json");  // full fine-tuning
+  t.lora.enabled = true;  // the default target_modules, as all-linear: every block linear of the family
+  check_model_features(t, phi, "phi3/config.json");
+  REQUIRE((lora_family_targets(t.lora, phi, "phi3/config.json") ==
+           std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
+  REQUIRE(lora_family_targets(t.lora, qwen, "qwen3/config.json") == lora_module_names());
+  auto problem = [&](const ModelConfig& c, const std::string& where) -> std::string {  // message | hint
+    try {
+      check_model_features(t, c, where);
+    } catch (const air::Error& e) {
+      return std::string(e.what()) + " | " + e.hint();
+    }
+    return "";
+  };
+  t.lora.target_modules = {"q_proj", "v_proj"};
+  std::string e = problem(phi, "phi3/config.json");
+  CHECK_THAT(e, Catch::Contains("lora.target_modules: 'q_proj' is not a block linear of model_type 'phi3' "
+                                "(phi3/config.json): its checkpoint fuses q/k/v into qkv_proj") &&
+                    Catch::Contains("| use some of qkv_proj, o_proj, gate_up_proj, down_proj, or all-linear"));
+  t.lora.target_modules = {"qkv_proj", "down_proj"};
+  REQUIRE(problem(phi, "phi3/config.json").empty());
+  REQUIRE((lora_family_targets(t.lora, phi, "phi3/config.json") == std::vector<std::string>{"qkv_proj", "down_proj"}));
+  e = problem(qwen, "qwen3/config.json");
+  CHECK_THAT(e, Catch::Contains("'qkv_proj' is not a block linear of model_type 'qwen3' (qwen3/config.json)") &&
+                    Catch::Contains("| use some of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"));
 }
-
 
 TEST_CASE("families: the hand-written backward is the gradient of its forward (central differences in fp64)") {
   at::NoGradGuard no_grad;
