@@ -69,8 +69,8 @@ for n in a["nodes"]:
             ts, _, msg = line.partition(" ")
             t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
             ms = t.timestamp() * 1000
-            for key, start in (("agent_started", "node "), ("download", "downloading snapshot"),
-                               ("unpacked", "unpacked snapshot"), ("sandbox", "sandbox:"),
+            for key, start in (("agent_started", "node "), ("download", "snapshot "),
+                               ("unpacked", "code ready"), ("sandbox", "sandbox:"),
                                ("command_started", "command started")):
                 if msg.startswith(start) and key not in marks:
                     marks[key] = ms
@@ -103,7 +103,7 @@ steps = [("CLI: start, YAML, scan, cache hit, HEAD + POST /runs", "cli_start", "
          ("workspace: run stored -> attempt started (scheduler)", "submitted", "attempt_started"),
          ("workspace: attempt started -> agent's first line (fork/exec, agent start)", "attempt_started", "agent_started"),
          ("agent: spec fetched, reporter and shipper started", "agent_started", "download"),
-         ("agent: snapshot download + SHA-256 + unpack", "download", "unpacked"),
+         ("agent: code (cache: links; miss: archive + SHA-256 + unpack)", "download", "unpacked"),
          ("agent: hyperparameters, env, venv check, sandbox set-up", "unpacked", "sandbox"),
          ("agent: spawn of bwrap", "sandbox", "command_started"),
          ("agent -> workspace: RUNNING report stored", "command_started", "running")]
