@@ -46,6 +46,8 @@ class ChildProcess {
   int stderr_fd() const { return err_fd_; }
   void close_stdout();
   void close_stderr();
+  // Readable (POLLIN) once the group leader has exited (a pidfd); -1 where the kernel has none.
+  int exit_fd() const { return exit_fd_; }
 
   // Reaps the group leader if it has exited; returns its wait status.
   std::optional<int> try_wait();
@@ -62,6 +64,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   pid_t guardian_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
+  int exit_fd_ = -1;
   int guardian_pipe_ = -1;  // write end; its EOF tells the guardian the agent is gone
   std::optional<int> status_;
   bool group_killed_ = false;

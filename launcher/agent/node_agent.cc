@@ -199,8 +199,10 @@ Outcome supervise(ChildProcess& child, Pipeline& pipe, StatusReporter& status, W
     kill_at = Clock::now() + grace;
   };
   while (true) {
-    pollfd fds[3] = {{child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}, {wake.fds[0], POLLIN, 0}};
-    int rc = poll(fds, 3, 100);
+    // The leader's exit wakes the loop too (its pidfd), not only the next 100 ms tick.
+    pollfd fds[4] = {{child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}, {wake.fds[0], POLLIN, 0},
+                     {leader_done ? -1 : child.exit_fd(), POLLIN, 0}};
+    int rc = poll(fds, 4, 100);
     if (rc < 0 && errno != EINTR) throw Error(std::string("poll failed: ") + std::strerror(errno));
     for (int i = 0; i < 2 && rc > 0; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
