@@ -103,13 +103,20 @@ ChildProcess::ChildProcess(const SpawnOptions& o) {
   fcntl(err_fd_, F_SETPIPE_SZ, 1 << 20);
   fcntl(out_fd_, F_SETFL, fcntl(out_fd_, F_GETFL) | O_NONBLOCK);
   fcntl(err_fd_, F_SETFL, fcntl(err_fd_, F_GETFL) | O_NONBLOCK);
-  if (!o.guardian) return;
+  want_guardian_ = o.guardian;
+  guardian_grace_ = o.guardian_grace;
+  if (!o.guardian_later) start_guardian();
+}
+
+void ChildProcess::start_guardian() {
+  if (!want_guardian_ || guardian_ > 0 || pid_ < 0 || group_killed_) return;
+  want_guardian_ = false;
   int gp[2];
   if (pipe2(gp, O_CLOEXEC) != 0) return;  // no guardian; the destructor still cleans up
   pid_t g = fork();
   if (g == 0) {
     close(gp[1]);
-    guardian_main(gp[0], pid_, static_cast<long>(o.guardian_grace.count()));
+    guardian_main(gp[0], pid_, static_cast<long>(guardian_grace_.count()));
   }
   close(gp[0]);
   if (g < 0) {

@@ -384,6 +384,7 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
   spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
   spawn.cwd = paths.code_dir;
   spawn.guardian_grace = o.stop_grace;
+  spawn.guardian_later = true;
   return spawn;
 }
 
@@ -392,8 +393,9 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
 int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& status, WakePipe& wake,
                 std::chrono::milliseconds grace, api::NodeStatusReport& final) {
   ChildProcess child(spawn);
-  pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
   status.set_running(child.pid());
+  pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
+  child.start_guardian();  // after the report (spawn.guardian_later)
   Outcome out = supervise(child, pipeline, status, wake, grace);
   // In the sandbox the leader is bwrap, which exits 128 + N when the command was killed by signal N: said
   // as the signal it was (a command that itself exits 129..192 is reported the same way).
