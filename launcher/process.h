@@ -17,6 +17,9 @@ struct SpawnOptions {
   std::vector<std::string> env;   // the whole environment, "NAME=value"
   std::string cwd;                // empty: inherit
   bool guardian = true;           // fork a guardian that kills the group when this process dies
+  // The caller forks it with start_guardian() (the agent: after its RUNNING report, which then does not wait
+  // for a fork of the agent; the sandbox's bwrap dies with the agent meanwhile, --die-with-parent).
+  bool guardian_later = false;
   // argv starts with a wrapper (the run sandbox) that must outlive the SIGTERM/SIGINT/SIGHUP the group gets
   // on a stop, so that the command has its grace period: it starts with them ignored, and restores them for
   // the command (core/sandbox/sandbox.h). SIGKILL still ends everything.
@@ -46,6 +49,12 @@ class ChildProcess {
   int stderr_fd() const { return err_fd_; }
   void close_stdout();
   void close_stderr();
+  // Readable (POLLIN) once the group leader has exited (a pidfd); -1 where the kernel has none.
+  int exit_fd() const { return exit_fd_; }
+
+  // Forks the guardian if the options asked for one and it does not exist yet (the constructor does, unless
+  // guardian_later).
+  void start_guardian();
 
   // Reaps the group leader if it has exited; returns its wait status.
   std::optional<int> try_wait();
@@ -62,6 +71,9 @@ class ChildProcess {
   pid_t pid_ = -1;
   pid_t guardian_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
+  int exit_fd_ = -1;
+  bool want_guardian_ = false;
+  std::chrono::milliseconds guardian_grace_{5000};
   int guardian_pipe_ = -1;  // write end; its EOF tells the guardian the agent is gone
   std::optional<int> status_;
   bool group_killed_ = false;

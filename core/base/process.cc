@@ -2,6 +2,8 @@
 #include "core/base/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 extern char** environ;
 
@@ -90,6 +93,30 @@ fail:
   ::_exit(127);
 }
 
+struct ChildArgs {
+  const SpawnSpec* spec;
+  char** argv;
+  char** envp;
+  int devnull;
+  int report_fd;
+  pid_t parent;
+};
+
+// The clone()d child: it shares the parent's memory until execve, so a handler of the parent's must never
+// run here. Signals arrive blocked; each handled one goes back to SIG_DFL (as execve would do anyway;
+// ignored ones stay ignored across it) before child_main sets the child's mask.
+int child_entry(void* p) {
+  const auto* a = static_cast<const ChildArgs*>(p);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa {};
+    if (::sigaction(sig, nullptr, &sa) != 0 || sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+  }
+  child_main(*a->spec, a->argv, a->envp, a->devnull, a->report_fd, a->parent);
+}
+
 }  // namespace
 
 std::optional<std::string> env_entry(const std::vector<std::string>& env, std::string_view name) {
@@ -135,10 +162,20 @@ pid_t spawn_process(const SpawnSpec& s) {
     if (devnull >= 0) ::close(devnull);
     throw SpawnError(std::string("cannot start the command: cannot create a pipe: ") + std::strerror(e), 0, e);
   }
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid == 0) child_main(s, argv.data(), envp.data(), devnull, report[1], parent);
+  // vfork-style (CLONE_VM | CLONE_VFORK, as posix_spawn does): no copy of this process's page tables, and
+  // this thread sleeps until the child has exec'd or failed, handing it the CPU; a fork()ed child of the
+  // agent or the workspace waited for a scheduler slot of its own (on a loaded 2-core machine, ms each).
+  // Every signal stays blocked around the clone so that no handler of ours runs on the shared memory; the
+  // child sets its own mask (child_main) after putting handled signals back to SIG_DFL.
+  ChildArgs child{&s, argv.data(), envp.data(), devnull, report[1], ::getpid()};
+  constexpr size_t kChildStack = 64 * 1024;
+  std::unique_ptr<char[]> stack(new char[kChildStack]);
+  sigset_t all, old_mask;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old_mask);
+  pid_t pid = ::clone(child_entry, stack.get() + kChildStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
   int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   ::close(devnull);
   ::close(report[1]);
   if (pid < 0) {

@@ -104,13 +104,19 @@ DaemonLock lock_daemon_home(const std::string& home) {
   return lock;
 }
 
-bool daemon_lock_held(const std::string& home) {
+bool daemon_lock_held(const std::string& home) { return daemon_lock_holder(home) != 0; }
+
+int daemon_lock_holder(const std::string& home) {
   int fd = ::open(daemon_lock_path(home).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return 0;
   struct flock l = whole_file_lock(F_WRLCK);
   bool held = ::fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  char buf[24] = {};
+  ssize_t n = held ? ::pread(fd, buf, sizeof buf - 1, 0) : 0;
   ::close(fd);
-  return held;
+  if (!held) return 0;
+  int pid = n > 0 ? std::atoi(buf) : 0;
+  return pid > 0 ? pid : -1;  // held, by a daemon that has not written its pid yet
 }
 
 std::string default_air_binary() {
@@ -160,6 +166,10 @@ WorkspaceTarget ensure_local_daemon(const std::string& home, const std::string& 
   auto target = [&](const DaemonInfo& d) {
     return WorkspaceTarget{d.url, d.token, "", "local workspace (" + home + ")"};
   };
+  // The usual case without a request: the home's daemon holds its lock, and server.json (written once it
+  // listens) is that daemon's. A health request here cost a connection and ~1 ms of every command.
+  if (auto d = read_daemon_info(home); d && daemon_lock_holder(home) == d->pid && ::kill(d->pid, 0) == 0)
+    return target(*d);
   if (auto d = read_daemon_info(home); d && daemon_healthy(*d)) return target(*d);
 
   std::string lock_path = home + "/server.lock";

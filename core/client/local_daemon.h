@@ -39,6 +39,8 @@ struct DaemonLock {
 DaemonLock lock_daemon_home(const std::string& home);
 // Whether a live daemon holds the home's lock (alive, however busy). Takes no lock itself.
 bool daemon_lock_held(const std::string& home);
+// The pid the live daemon wrote into the home's lock file (-1: held, pid not written yet); 0 when not held.
+int daemon_lock_holder(const std::string& home);
 
 // The `air` binary to start daemons and agents with: $AIR_BIN_DIR/air, else next to this executable.
 std::string default_air_binary();

@@ -18,6 +18,8 @@
 #include "core/snapshot/snapshot.h"
 #include "core/client/client.h"
 #include "core/volumes/path.h"
+#include "core/client/config.h"
+#include "launcher/agent/code_cache.h"
 #include "launcher/agent/node_agent.h"
 
 extern char** environ;
@@ -115,15 +117,32 @@ std::vector<std::string> build_command_env(const api::NodeSpec& spec, const Node
   return out;
 }
 
-void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& volume_path,
-                               const std::string& workdir, const std::string& code_dir, AgentLog& log,
-                               const air::UnpackLimits& limits) {
-  if (!is_hex_digest(digest)) throw Error("the node spec names an invalid snapshot digest '" + digest + "'");
+namespace {
+
+// A verified copy of the archive: the workspace's own blob store where this agent can read it (a node of
+// the local backend: same machine, same AIR_HOME; the agent, unlike the command, may read it), else a
+// download (from the workspace's store, or from volume_path through the Files API) to DIR/snapshot.tar.zst.
+// Either way its SHA-256 is checked against the digest the spec names.
+std::string verified_archive(Client& client, const std::string& digest, const std::string& volume_path,
+                             const std::string& workdir, AgentLog& log) {
+  if (volume_path.empty()) {
+    std::string blob = air_home() + "/blobs/sha256/" + digest.substr(0, 2) + "/" + digest;
+    if (::access(blob.c_str(), R_OK) == 0) {
+      std::string got;
+      try {
+        got = air::sha256_file(blob);
+      } catch (const Error&) {
+      }
+      if (got == digest) {
+        log.info("snapshot " + digest.substr(0, 12) + " from the workspace's store on this machine");
+        return blob;
+      }
+    }
+  }
   std::string archive = workdir + "/snapshot.tar.zst";
   std::string unverified = archive + ".unverified";  // until its SHA-256 matches
   log.info("downloading snapshot " + digest.substr(0, 12) + (volume_path.empty() ? "" : " from " + volume_path));
   try {
-    // From the workspace's snapshot store, or (code_source remote_volume) from the volume through the Files API.
     std::string from = volume_path.empty() ? std::string(api::kPrefix) + "/snapshots/" + digest
                                            : air::files_api_url(air::parse_volume_path(volume_path));
     client.get_to_file(from, unverified, {}, 10 * 60 * 1000);
@@ -139,10 +158,46 @@ void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const 
   if (std::rename(unverified.c_str(), archive.c_str()) != 0) {
     throw Error("cannot write " + archive + ": " + std::strerror(errno));
   }
+  return archive;
+}
+
+}  // namespace
+
+bool fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& volume_path,
+                               const std::string& workdir, const std::string& code_dir, AgentLog& log,
+                               const air::UnpackLimits& limits, const std::string& shared_cache) {
+  if (!is_hex_digest(digest)) throw Error("the node spec names an invalid snapshot digest '" + digest + "'");
   std::error_code ec;
   fs::remove_all(code_dir, ec);
-  air::unpack_snapshot(archive, code_dir, limits);
-  log.info("unpacked snapshot into " + code_dir);
+  log.info("snapshot " + digest.substr(0, 12) + ": preparing the code");
+  std::string archive;  // obtained once, only when something has to be unpacked
+  bool fetch_failed = false;
+  auto get_archive = [&]() -> const std::string& {
+    if (archive.empty()) {
+      fetch_failed = true;
+      archive = verified_archive(client, digest, volume_path, workdir, log);
+      fetch_failed = false;
+    }
+    return archive;
+  };
+  if (!shared_cache.empty()) {
+    try {
+      CodeCachePlacement p = place_cached_code(shared_cache, digest, get_archive, code_dir, limits);
+      log.info(std::string("code ready: ") + (p.unpacked ? "unpacked into the node's code cache, " : "from the node's code cache, ") +
+               std::to_string(p.links) + " read-only files linked into " + code_dir);
+      return true;
+    } catch (const Error& e) {
+      if (fetch_failed) throw;
+      // The cache could not serve (an entry evicted while we linked from it, another file system, an archive
+      // it refused): this node unpacks its own copy, and a refused archive is refused again with its reason.
+      log.info(std::string("the node's code cache could not serve this snapshot (") + e.what() +
+               "); unpacking a private copy");
+      fs::remove_all(code_dir, ec);
+    }
+  }
+  air::unpack_snapshot(get_archive(), code_dir, limits);
+  log.info("code ready: unpacked into " + code_dir);
+  return false;
 }
 
 }  // namespace air::launcher

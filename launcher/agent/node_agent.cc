@@ -199,8 +199,10 @@ Outcome supervise(ChildProcess& child, Pipeline& pipe, StatusReporter& status, W
     kill_at = Clock::now() + grace;
   };
   while (true) {
-    pollfd fds[3] = {{child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}, {wake.fds[0], POLLIN, 0}};
-    int rc = poll(fds, 3, 100);
+    // The leader's exit wakes the loop too (its pidfd), not only the next 100 ms tick.
+    pollfd fds[4] = {{child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}, {wake.fds[0], POLLIN, 0},
+                     {leader_done ? -1 : child.exit_fd(), POLLIN, 0}};
+    int rc = poll(fds, 4, 100);
     if (rc < 0 && errno != EINTR) throw Error(std::string("poll failed: ") + std::strerror(errno));
     for (int i = 0; i < 2 && rc > 0; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -305,17 +307,22 @@ std::map<std::string, std::string> resolve_secrets(const api::NodeSpec& spec, co
   return secrets;
 }
 
-// The snapshot unpacked into CODE_SOURCE_PATH (an empty folder when the workload has none).
-void unpack_code(Client& client, const api::NodeSpec& spec, const std::string& dir, const std::string& code_dir,
-                 AgentLog& log) {
+// The snapshot unpacked into CODE_SOURCE_PATH (an empty folder when the workload has none). Where the command
+// runs as the owner's account, the node's code cache serves it (read-only links, launcher/agent/code_cache.h):
+// returns true then.
+bool unpack_code(Client& client, const api::NodeSpec& spec, const NodeAgentOptions& o, bool as_other,
+                 const std::string& dir, const std::string& code_dir, AgentLog& log) {
   if (spec.snapshot_digest.empty()) {
     fs::create_directories(code_dir);
-    return;
+    return false;
   }
   air::UnpackLimits limits;
   if (spec.max_unpack_bytes > 0) limits.max_total_bytes = spec.max_unpack_bytes;
   if (spec.max_unpack_entries > 0) limits.max_entries = spec.max_unpack_entries;
-  fetch_and_unpack_snapshot(client, spec.snapshot_digest, spec.snapshot_path, dir, code_dir, log, limits);
+  // One cache per account: links show their count (st_nlink), which must not tell one user about another's runs.
+  const bool plain_name = o.run_as.find('/') == std::string::npos && o.run_as != "." && o.run_as != "..";
+  std::string cache = as_other && plain_name ? air_home() + "/cache/code/" + o.run_as : "";
+  return fetch_and_unpack_snapshot(client, spec.snapshot_digest, spec.snapshot_path, dir, code_dir, log, limits, cache);
 }
 
 // environment.dependencies as a venv; pip's output goes to the node log like the command's, redacted.
@@ -357,7 +364,8 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
   }
   std::map<std::string, std::string> secrets = resolve_secrets(spec, o, pipeline);
   CommandPaths paths{dir + "/code", dir + "/hyperparameters.yaml", o.bin_dir.empty() ? self_dir() : o.bin_dir};
-  unpack_code(client, spec, dir, paths.code_dir, log);
+  const std::string no_sandbox = sandbox_unavailable(o);
+  paths.code_shared = unpack_code(client, spec, o, runs_as_other_account(o, no_sandbox), dir, paths.code_dir, log);
   write_hyperparameters(paths.hyperparams_path, spec.parameters_yaml);
   SpawnOptions spawn;
   spawn.env = build_command_env(spec, o, paths, current_environment());
@@ -369,13 +377,14 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
   for (auto& [name, value] : secrets) std::fill(value.begin(), value.end(), '\0');
   if (status.stop_requested()) throw Error("stopped by workspace");
   if (g_signal.load()) throw Error("node agent interrupted before the command started");
-  SandboxSetup box = prepare_sandbox(spec, o, dir, paths, venv, spawn.env, log);
+  SandboxSetup box = prepare_sandbox(spec, o, no_sandbox, dir, paths, venv, spawn.env, log);
   if (!box.notice.empty()) note_in_node_log(pipeline, box.notice);
   spawn.argv = box.argv_prefix;
   spawn.wrapped = box.notice.empty();  // in the sandbox
   spawn.argv.insert(spawn.argv.end(), {"bash", "-c", spec.command});
   spawn.cwd = paths.code_dir;
   spawn.guardian_grace = o.stop_grace;
+  spawn.guardian_later = true;
   return spawn;
 }
 
@@ -384,8 +393,9 @@ SpawnOptions prepare_command(const NodeAgentOptions& o, api::NodeSpec& spec, Cli
 int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& status, WakePipe& wake,
                 std::chrono::milliseconds grace, api::NodeStatusReport& final) {
   ChildProcess child(spawn);
-  pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
   status.set_running(child.pid());
+  pipeline.log.info("command started (pid " + std::to_string(child.pid()) + ")");
+  child.start_guardian();  // after the report (spawn.guardian_later)
   Outcome out = supervise(child, pipeline, status, wake, grace);
   // In the sandbox the leader is bwrap, which exits 128 + N when the command was killed by signal N: said
   // as the signal it was (a command that itself exits 129..192 is reported the same way).

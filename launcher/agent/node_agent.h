@@ -62,6 +62,7 @@ struct CommandPaths {
   std::string code_dir;          // CODE_SOURCE_PATH
   std::string hyperparams_path;  // HYPERPARAMETERS_PATH
   std::string bin_dir;
+  bool code_shared = false;      // code_dir's files are read-only links into the node's code cache
 };
 
 // The command's whole environment: the agent's own (minus its credentials), the spec's env_variables,
@@ -81,15 +82,23 @@ struct SandboxSetup {
   std::string notice;  // non-empty without a sandbox
   UnixAccount account; // the account the command runs as; empty name: the agent's own
 };
-SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& options, const std::string& node_dir,
-                             const CommandPaths& paths, const std::string& venv, std::vector<std::string>& env,
-                             AgentLog& log);
+// `why`: sandbox_unavailable()'s answer, asked once per node.
+SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& options, const std::string& why,
+                             const std::string& node_dir, const CommandPaths& paths, const std::string& venv,
+                             std::vector<std::string>& env, AgentLog& log);
+// Why this node cannot build the run sandbox ("" when it can; the probe is skipped where the workspace made it).
+std::string sandbox_unavailable(const NodeAgentOptions& options);
+// Whether the command will run as options.run_as rather than as the agent: a root agent with the sandbox.
+bool runs_as_other_account(const NodeAgentOptions& options, const std::string& why);
 
-// Downloads the snapshot to DIR/snapshot.tar.zst (checking its SHA-256) and unpacks it into code_dir.
-// Downloads the snapshot (from the workspace's store, or from volume_path through the Files API when the
-// workload keeps it in a remote_volume), checks its SHA-256 against digest and unpacks it into code_dir.
-void fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& volume_path,
+// Gives code_dir the snapshot `digest`. Its archive is the workspace's blob on this machine where the agent
+// can read it, else downloaded (from the workspace's store, or from volume_path through the Files API when
+// the workload keeps it in a remote_volume) to DIR/snapshot.tar.zst; its SHA-256 is checked against the digest
+// either way. With shared_cache (a folder; launcher/agent/code_cache.h) the files are hard links into the
+// node's unpacked copy of that digest, made once: returns true. Else (or when the cache cannot serve) the
+// archive is unpacked into code_dir: returns false.
+bool fetch_and_unpack_snapshot(Client& client, const std::string& digest, const std::string& volume_path,
                                const std::string& workdir, const std::string& code_dir, AgentLog& log,
-                               const air::UnpackLimits& limits = {});
+                               const air::UnpackLimits& limits = {}, const std::string& shared_cache = "");
 
 }  // namespace air::launcher

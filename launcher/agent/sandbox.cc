@@ -20,15 +20,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The command's own files (its code, its HOME) belong to the account it runs as.
-void give_to(const std::string& path, const UnixAccount& a) {
+// The command's own files (its code, its HOME) belong to the account it runs as. keep_files: regular files
+// stay as they are (code from the node's code cache: links to files shared with other runs, which must stay
+// read-only to the command); the folders and symlinks are still handed over.
+void give_to(const std::string& path, const UnixAccount& a, bool keep_files = false) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return;
   if (::lchown(path.c_str(), a.uid, a.gid) != 0) throw Error("cannot hand " + path + " to " + a.name);
   if (!fs::is_directory(fs::symlink_status(path, ec))) return;
   for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
+       it.increment(ec)) {
+    if (keep_files && it->symlink_status(ec).type() == fs::file_type::regular) continue;
     if (::lchown(it->path().c_str(), a.uid, a.gid) != 0) throw Error("cannot hand " + it->path().string() + " to " + a.name);
+  }
 }
 
 std::vector<VolumeMount> volume_mounts(const api::NodeSpec& spec, std::string& shown) {
@@ -62,22 +66,27 @@ std::string venv_base(const std::string& venv) {
 
 }  // namespace
 
-SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& o, const std::string& node_dir,
-                             const CommandPaths& paths, const std::string& venv, std::vector<std::string>& env,
-                             AgentLog& log) {
+std::string sandbox_unavailable(const NodeAgentOptions& o) { return o.sandbox_checked ? "" : probe_sandbox(); }
+
+bool runs_as_other_account(const NodeAgentOptions& o, const std::string& why) {
+  return why.empty() && !o.run_as.empty() && ::geteuid() == 0;
+}
+
+SandboxSetup prepare_sandbox(const api::NodeSpec& spec, const NodeAgentOptions& o, const std::string& why,
+                             const std::string& node_dir, const CommandPaths& paths, const std::string& venv,
+                             std::vector<std::string>& env, AgentLog& log) {
   SandboxSetup out;
   bool have_volumes = !spec.volumes_root.empty() && !spec.volumes.empty();
   std::error_code ec;
   if (have_volumes)
     for (const auto& v : spec.volumes) fs::create_directories(fs::path(spec.volumes_root) / v, ec);  // made on first use
-  std::string why = o.sandbox_checked ? "" : probe_sandbox();
   // As root, a sandboxed command runs as the owner's own account (the workspace names it): its code and
   // HOME are its own, and a volume it may write is writable by it (the mount, not the mode, says who sees
   // it). Without a sandbox it stays the workspace's account, as before: the account alone cannot reach the
   // code under a private $AIR_HOME, and a workspace of several users refuses such runs (isolation.h).
-  if (why.empty() && !o.run_as.empty() && ::geteuid() == 0) {
+  if (runs_as_other_account(o, why)) {
     out.account = ensure_unix_account(o.run_as);
-    give_to(paths.code_dir, out.account);
+    give_to(paths.code_dir, out.account, paths.code_shared);
     if (have_volumes)
       for (const auto& v : spec.volumes)
         if (std::find(spec.read_only_volumes.begin(), spec.read_only_volumes.end(), v) == spec.read_only_volumes.end())

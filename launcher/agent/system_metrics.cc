@@ -27,7 +27,13 @@ SystemMetrics::SystemMetrics(std::unique_ptr<Client> client, SystemMetricsOption
       log_(log),
       reader_(o_.proc_root, o_.disk_path),
       prefix_(fmt::format("system/node_{}/", o_.node)),
-      started_ms_(steady_ms()) {
+      started_ms_(steady_ms()) {}
+
+// NVML is loaded by the first sample, on the metrics thread: looking for libnvidia-ml (dlopen walks some 60
+// paths on a machine without it) is not on the way from the spec to the command.
+void SystemMetrics::load_nvml() {
+  if (nvml_tried_) return;
+  nvml_tried_ = true;
   std::string why;
   nvml_ = health::Nvml::load({}, &why);
   if (log_) log_->info(nvml_ ? fmt::format("system metrics: NVML sees {} GPU(s)", nvml_->device_count())
@@ -57,6 +63,7 @@ void SystemMetrics::fill(api::NodeStatusReport& report) const {
 
 std::vector<std::pair<std::string, double>> SystemMetrics::sample() {
   std::vector<std::pair<std::string, double>> out;
+  load_nvml();
   if (nvml_) {
     auto indices = health::visible_gpu_indices(o_.gpus, nvml_->device_count());
     int read = 0, k = 0;

@@ -62,6 +62,8 @@ class SystemMetrics {
   SystemMetricsOptions o_;
   AgentLog* log_;
   std::unique_ptr<health::Nvml> nvml_;
+  bool nvml_tried_ = false;  // sample() loads NVML once (on the metrics thread)
+  void load_nvml();
   health::SystemReader reader_;
   std::string prefix_;
   std::atomic<int> gpu_count_{0};
