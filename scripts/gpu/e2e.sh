@@ -130,7 +130,7 @@ else
     { tail -40 "$W/build.log"; die "cmake failed"; }
   cmake --build /tmp/air-e2e-build -j "$(nproc)" --target air-train air-train-check >> "$W/build.log" 2>&1 ||
     { grep -E "error" -A3 "$W/build.log" | head -60; die "the trainer build failed"; }
-  g++ -O2 -std=c++20 -I"$carry" "$carry"/launcher/torchrun/*.cc "$carry"/core/base/host.cc -o "$BIN/air-torchrun" >> "$W/build.log" 2>&1 ||
+  g++ -O2 -std=c++20 -I"$carry" "$carry"/launcher/torchrun/*.cc "$carry"/core/base/host.cc "$carry"/core/base/process.cc -o "$BIN/air-torchrun" >> "$W/build.log" 2>&1 ||
     { tail -30 "$W/build.log"; die "air-torchrun failed to build"; }
   cp /tmp/air-e2e-build/bin/air-train /tmp/air-e2e-build/bin/air-train-check "$BIN/"
 fi

@@ -18,7 +18,7 @@ cmake -S "$root" -B /tmp/air-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_P
   { tail -40 "$OUT/build.log"; exit 1; }
 cmake --build /tmp/air-build -j16 --target air-train >>"$OUT/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
-g++ -O2 -std=c++20 -I"$root" "$root"/launcher/torchrun/*.cc "$root"/core/base/host.cc -o /tmp/air-build/bin/air-torchrun 2>>"$OUT/build.log" ||
+g++ -O2 -std=c++20 -I"$root" "$root"/launcher/torchrun/*.cc "$root"/core/base/host.cc "$root"/core/base/process.cc -o /tmp/air-build/bin/air-torchrun 2>>"$OUT/build.log" ||
   { tail -20 "$OUT/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 bench=(python3 -u "$root/bench/fsdp_bench.py" --bin /tmp/air-build/bin)

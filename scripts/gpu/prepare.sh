@@ -8,8 +8,8 @@ dest=${1:-/work/main/.devcarry}
 rm -rf "$dest"
 mkdir -p "$dest/include" "$dest/core/base"
 cp -r "$src/CMakeLists.txt" "$src/cmake" "$src/trainer" "$src/scripts" "$src/examples" "$dest/"
-cp "$src/core/base/error.h" "$src/core/base/host.h" "$src/core/base/host.cc" "$dest/core/base/"
-# air-torchrun needs only the standard library and core/base/{error.h,host.*}: fsdp_check.sh compiles it with g++ directly
+cp "$src/core/base/error.h" "$src/core/base/host.h" "$src/core/base/host.cc" "$src/core/base/process.h" "$src/core/base/process.cc" "$dest/core/base/"
+# air-torchrun needs only the standard library and core/base/{error.h,host.*,process.*}: fsdp_check.sh compiles it with g++ directly
 # (the launcher's CMake target pulls in air_core, whose headers the GPU image lacks).
 mkdir -p "$dest/launcher" "$dest/bench"
 cp -r "$src/launcher/torchrun" "$dest/launcher/"

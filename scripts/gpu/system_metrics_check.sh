@@ -64,7 +64,7 @@ echo "run $id submitted; watching"
 state=$("$AIR" -o json get run "$id" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("data", d)["state"])')
 echo "state: $state (SUCCEEDED expected: the 90 s silent busy phase is longer than the 1 min stall timeout)"
 "$AIR" get run "$id"
-"$AIR" -o json get run "$id" --metrics | python3 -c '
+"$AIR" -o json get run "$id" --metrics --system | python3 -c '
 import json, sys
 d = json.load(sys.stdin); d = d.get("data", d)
 print("%-48s %6s %10s %10s %10s" % ("metric", "count", "min", "mean", "max"))
