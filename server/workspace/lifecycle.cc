@@ -122,7 +122,7 @@ bool Lifecycle::start_attempt(RunRecord& r) {
   }
   api::AttemptInfo a;
   a.number = static_cast<int>(r.info.attempts.size()) + 1;
-  a.state = "PENDING";
+  set_state(a, RunState::kPending);
   a.master_port = free_loopback_port();
   a.started_at_ms = now();
   a.mlflow_run_id = services_.attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
@@ -174,7 +174,7 @@ api::CancelReply Lifecycle::cancel(const std::string& id) {
   RunRecord& r = runs_.find(id);
   if (over(r.info)) return {id, r.info.state, true};
   if (Queue::waiting(r)) {
-    r.info.state = "CANCELED";
+    set_state(r.info, RunState::kCanceled);
     r.info.status_message = r.info.current_attempt ? "canceled while queued for its next attempt"
                                                    : "canceled before it started";
     r.stop_kind.clear();
@@ -233,12 +233,12 @@ api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, 
   if (rep.state == "STARTING" || rep.state == "RUNNING") {
     n.state = rep.state;
     if (rep.state == "RUNNING" && !n.running_at_ms) n.running_at_ms = now();
-    if (rep.state == "RUNNING" && r.info.state == "PENDING") {
-      r.info.state = "RUNNING";
+    if (rep.state == "RUNNING" && state_of(r.info) == RunState::kPending) {
+      set_state(r.info, RunState::kRunning);
       if (!r.info.started_at_ms) r.info.started_at_ms = now();
       changed = true;
     }
-    if (rep.state == "RUNNING" && a->state == "PENDING") a->state = "RUNNING";
+    if (rep.state == "RUNNING" && state_of(*a) == RunState::kPending) set_state(*a, RunState::kRunning);
     if (changed) {
       bool all_running = true;
       for (const auto& x : a->nodes) all_running = all_running && x.state == "RUNNING";
@@ -318,7 +318,7 @@ void Lifecycle::finish_attempt(RunRecord& r) {
   a->ended_at_ms = now();
   health_.forget(r.info, a->number);
   release_attempt(r, *a);
-  std::string end = attempt_end(r, *a);
+  RunState end = attempt_end(r, *a);
   services_.end_mlflow_run(a->mlflow_run_id, end);
   settle_run(r, *a, end);
   save(r);
@@ -338,43 +338,43 @@ void Lifecycle::release_attempt(RunRecord& r, const api::AttemptInfo& a) {
   auth_.revoke_node_token(r.info.run_id, a.number);
 }
 
-std::string Lifecycle::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
+RunState Lifecycle::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
   bool all_ok = true;
   for (const auto& n : a.nodes) all_ok = all_ok && n.state == "SUCCEEDED";
   const std::string& kind = r.stop_kind;
-  return kind.empty() && all_ok ? "SUCCEEDED"
-         : kind == "cancel"     ? "CANCELED"
-         : kind == "timeout"    ? "TIMED_OUT"
-         : kind == "preempt"    ? "PREEMPTED"
-                                : "FAILED";
+  return kind.empty() && all_ok ? RunState::kSucceeded
+         : kind == "cancel"     ? RunState::kCanceled
+         : kind == "timeout"    ? RunState::kTimedOut
+         : kind == "preempt"    ? RunState::kPreempted
+                                : RunState::kFailed;
 }
 
-void Lifecycle::settle_run(RunRecord& r, api::AttemptInfo& a, const std::string& end) {
-  a.state = end;
+void Lifecycle::settle_run(RunRecord& r, api::AttemptInfo& a, RunState end) {
+  set_state(a, end);
   restarted_runs_.erase(r.info.run_id);
   auto end_run = [&](const std::string& message) {
-    r.info.state = end;
+    set_state(r.info, end);
     r.info.status_message = message;
     r.info.ended_at_ms = now();
     r.stop_kind.clear();
   };
-  if (end == "SUCCEEDED") {
+  if (end == RunState::kSucceeded) {
     end_run(fmt::format("all {} node(s) succeeded", a.nodes.size()));
-  } else if (end == "CANCELED") {
+  } else if (end == RunState::kCanceled) {
     a.reason = a.reason.empty() ? "canceled" : a.reason;
     end_run("canceled by request");
-  } else if (end == "TIMED_OUT") {
+  } else if (end == RunState::kTimedOut) {
     a.reason = r.stop_reason;
     end_run(r.stop_reason);
-  } else if (end == "PREEMPTED") {
+  } else if (end == RunState::kPreempted) {
     // Not the run's end and not a failure: no retry is spent; the run waits again with its place.
     a.reason = r.stop_reason;
-    r.info.state = "PENDING";
+    set_state(r.info, RunState::kPending);
     queue_.requeue(r, fmt::format("attempt {} {}", a.number, r.stop_reason));
   } else {
     if (a.reason.empty()) a.reason = r.stop_reason;
     int failures = 0;  // preempted attempts were not failures: they spend no retry
-    for (const auto& x : r.info.attempts) failures += x.state == "PREEMPTED" ? 0 : 1;
+    for (const auto& x : r.info.attempts) failures += state_of(x) == RunState::kPreempted ? 0 : 1;
     if (r.info.max_retries < 0 || failures <= r.info.max_retries)
       queue_.requeue(r, fmt::format("attempt {} failed ({}); retrying", a.number, a.reason));
     else

@@ -37,6 +37,7 @@ class WorkspaceServices;
 struct LogRead {
   LogChunk chunk;
   bool done = false;  // the attempt ended: the log will not grow
+  std::string path;   // the log's file (the run page indexes its lines)
 };
 
 class Lifecycle {
@@ -79,9 +80,10 @@ class Lifecycle {
   // synchronous job a stalled rank stops rank 0's metrics too; nodes running independently are watched by
   // their log lines). docs/workload.md (stall_timeout_minutes).
   void note_metrics(const std::string& run_id, int attempt);
-  // A node's log from offset (or its last tail_lines lines); waits up to `wait` for more while the attempt runs.
+  // A node's log from offset (or its last tail_lines lines). Never waits: a follower with nothing new waits in
+  // the HTTP server (a deferred response, server/api/nodes.cc), woken through the log store's listener.
   LogRead read_log(const std::string& run_id, int attempt, int node, std::optional<uint64_t> offset,
-                   std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait);
+                   std::optional<uint64_t> tail_lines, uint64_t max_bytes);
 
   // One pass of the clock: batch launches, job polls and cancels (unlocked), then under the lock every
   // active run's heartbeats, timeout, stall and stop grace, the queue, and lingering agents.
@@ -117,8 +119,8 @@ class Lifecycle {
   void maybe_finish_attempt(RunRecord& r);
   void finish_attempt(RunRecord& r);
   void release_attempt(RunRecord& r, const api::AttemptInfo& a);
-  std::string attempt_end(const RunRecord& r, const api::AttemptInfo& a) const;
-  void settle_run(RunRecord& r, api::AttemptInfo& a, const std::string& end);
+  RunState attempt_end(const RunRecord& r, const api::AttemptInfo& a) const;
+  void settle_run(RunRecord& r, api::AttemptInfo& a, RunState end);
   void tick_run(RunRecord& r);
   bool check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t);
   // Batch backends (lifecycle_jobs.cc): launches, job states and cancellations run without the lock.

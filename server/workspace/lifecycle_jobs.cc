@@ -169,7 +169,7 @@ void Lifecycle::end_for_job(RunRecord& r, const JobState* s) {
   }
   std::string kind = r.stop_kind;
   maybe_finish_attempt(r);
-  if (kind == "cancel" && !stopping && r.info.state == "CANCELED") r.info.status_message = reason;
+  if (kind == "cancel" && !stopping && state_of(r.info) == RunState::kCanceled) r.info.status_message = reason;
   save(r);
   logs_.wake();
 }

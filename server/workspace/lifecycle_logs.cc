@@ -1,5 +1,6 @@
 // The attempt lifecycle's log routes: a node appends numbered chunks (idempotent by offset), readers read by
-// offset or tail and follow a running attempt (long poll). Stored by server/store/logs.{h,cc}.
+// offset or tail (a follower's long poll is the HTTP server's deferred response: server/api/nodes.cc).
+// Stored by server/store/logs.{h,cc}.
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -41,7 +42,7 @@ void Lifecycle::note_metrics(const std::string& id, int attempt) {
 }
 
 LogRead Lifecycle::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
-                            std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait) {
+                            std::optional<uint64_t> tail_lines, uint64_t max_bytes) {
   auto ended = [&] {
     std::lock_guard<std::mutex> g(runs_.mu());
     const RunRecord& r = runs_.find(id);
@@ -54,7 +55,8 @@ LogRead Lifecycle::read_log(const std::string& id, int attempt, int node, std::o
   LogKey key{id, attempt, node};
   uint64_t from = offset ? *offset : tail_lines ? logs_.tail_offset(key, *tail_lines) : 0;
   LogRead out;
-  out.chunk = logs_.read(key, from, max_bytes, done ? std::chrono::milliseconds(0) : wait);
+  out.chunk = logs_.read(key, from, max_bytes);
+  out.path = logs_.path(key);
   // "done" is decided before the data is read, so a reader that sees done and reaches the end has it all.
   out.done = done;
   return out;

@@ -23,6 +23,9 @@ RunState state_of(const api::AttemptInfo& a);
 // A run whose attempt was PREEMPTED is not over: it waits for its next attempt.
 bool over(const api::RunInfo& r);
 bool over(const api::AttemptInfo& a);
+// The one way the workspace writes a run's or attempt's state: the enum in, its name on the record.
+void set_state(api::RunInfo& r, RunState s);
+void set_state(api::AttemptInfo& a, RunState s);
 
 class RunTable {
  public:
