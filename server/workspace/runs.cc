@@ -11,10 +11,21 @@
 #include "core/sandbox/sandbox.h"
 #include "core/volumes/workload_volumes.h"
 #include "core/workload/workload.h"
+#include "server/store/identity.h"
+#include "server/store/logs.h"
+#include "server/store/store.h"
+#include "server/store/volumes.h"
 #include "server/workspace/admission.h"
+#include "server/workspace/auth.h"
 #include "server/workspace/errors.h"
+#include "server/workspace/lifecycle.h"
+#include "server/workspace/options.h"
+#include "server/workspace/queue.h"
+#include "server/workspace/run_table.h"
 #include "server/workspace/run_spec.h"
 #include "server/workspace/services.h"
+#include "server/workspace/snapshots.h"
+#include "server/workspace/volume_access.h"
 
 namespace air::server {
 
@@ -31,6 +42,16 @@ Runs::Runs(Parts p)
       volumes_(p.volumes),
       logs_(p.logs),
       snapshots_(p.snapshots) {}
+
+int64_t Runs::now() const { return opts_.now_ms(); }
+
+api::RunInfo Runs::submit(const api::SubmitRequest& req) { return submit(req, auth_.bootstrap_principal()); }
+
+api::RunList Runs::list(int limit, bool all_status) const {
+  return list(limit, all_status, auth_.bootstrap_principal(), true);
+}
+
+api::CancelReply Runs::cancel(const std::string& run_id) { return lifecycle_.cancel(run_id); }
 
 Runs::Access Runs::access(const std::string& run_id) const {
   std::lock_guard<std::mutex> g(runs_.mu());

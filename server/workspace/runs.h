@@ -2,27 +2,28 @@
 // queue), get, list, cancel, and who may see a run. What `/api/air/v1/runs` and the run page hand to the
 // workspace; the agents' requests go to the attempt lifecycle (lifecycle.h).
 #pragma once
-#include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/wire/api.h"
-#include "server/store/identity.h"
-#include "server/store/logs.h"
-#include "server/store/store.h"
-#include "server/store/volumes.h"
 #include "server/workspace/access.h"
-#include "server/workspace/auth.h"
-#include "server/workspace/lifecycle.h"
-#include "server/workspace/options.h"
-#include "server/workspace/queue.h"
-#include "server/workspace/run_table.h"
-#include "server/workspace/snapshots.h"
-#include "server/workspace/volume_access.h"
 
 namespace air::server {
 
+// The parts Runs works through, each held by reference (a route that includes this header sees only Runs).
+class Auth;
+class IdentityStore;
+class Lifecycle;
+class LogStore;
+class Queue;
+class RunTable;
+class Snapshots;
+class Store;
+class VolumeAccess;
+class VolumeStore;
 class WorkspaceServices;
+struct WorkspaceOptions;
 
 class Runs {
  public:
@@ -49,14 +50,14 @@ class Runs {
   // `who` becomes the run's owner; the workload's permissions are its access list. Refused (403) when the
   // owner may not READ a secret scope or volume the workload references.
   api::RunInfo submit(const api::SubmitRequest& req, const Principal& who);
-  api::RunInfo submit(const api::SubmitRequest& req) { return submit(req, auth_.bootstrap_principal()); }
+  api::RunInfo submit(const api::SubmitRequest& req);
   api::RunInfo get(const std::string& run_id) const;
   // Every run, as the bootstrap admin sees them (in-process callers).
-  api::RunList list(int limit, bool all_status) const { return list(limit, all_status, auth_.bootstrap_principal(), true); }
+  api::RunList list(int limit, bool all_status) const;
   // The runs `who` may view: only its own unless all_users.
   api::RunList list(int limit, bool all_status, const Principal& who, bool all_users) const;
   // A queued run ends at once; a running one is stopped (Lifecycle::cancel).
-  api::CancelReply cancel(const std::string& run_id) { return lifecycle_.cancel(run_id); }
+  api::CancelReply cancel(const std::string& run_id);
 
   // A run's owner and access list (throws 404 for an unknown run).
   struct Access {
@@ -69,7 +70,7 @@ class Runs {
   void require(const Principal& who, const std::string& run_id, RunLevel need) const;
 
  private:
-  int64_t now() const { return opts_.now_ms(); }
+  int64_t now() const;
   std::string new_run_id() const;
 
   const WorkspaceOptions& opts_;
