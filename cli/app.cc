@@ -12,7 +12,7 @@
 #include "cli/output.h"
 #include "cli/run/submit.h"
 #include "cli/run/secret_check.h"
-#include "cli/secrets.h"
+#include "cli/secrets/secrets.h"
 #include "cli/verbs.h"
 #include "core/base/edit_distance.h"
 #include "core/base/error.h"

@@ -7,8 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cli/log_stream.h"
+#include "cli/runs/log_stream.h"
 #include "cli/output.h"
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "core/wire/api.h"
 #include "core/base/diagnostics.h"

@@ -10,8 +10,9 @@
 #include <set>
 #include <thread>
 
-#include "cli/log_stream.h"
+#include "cli/runs/log_stream.h"
 #include "cli/output.h"
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "core/wire/api.h"
 

@@ -14,16 +14,13 @@ namespace air::server {
 
 class Auth;
 class VolumeAccess;
-class Workspace;
 
-// A node token's node spec (its run's volumes and snapshot path): the workspace's node_spec(run, attempt, 0).
+// A node token's node spec (its run's volumes and snapshot path): Lifecycle::node_spec(run, attempt, 0).
 using NodeSpecOf = std::function<api::NodeSpec(const std::string& run_id, int attempt)>;
 
 // Registers the routes, which take only Auth (who is calling), VolumeAccess (owners and grants: a user
 // needs READ_VOLUME to read and WRITE_VOLUME to change) and, for a node token, its node spec (only paths
 // inside the volumes its run's workload names: NodeSpec::volumes); docs/volumes.md.
 void install_files_routes(http::Server& srv, Auth& auth, VolumeAccess& volumes, NodeSpecOf node_spec);
-// The same, wired to a workspace's parts (server/api/router.cc).
-void install_files_routes(http::Server& srv, Workspace& ws);
 
 }  // namespace air::server

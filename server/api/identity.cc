@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "core/wire/api.h"
+#include "server/api/route.h"
 #include "server/api/secrets.h"
 #include "server/http/server.h"
 #include "server/workspace/auth.h"
@@ -36,11 +37,6 @@ int status_for(const std::string& code) {
   if (code == "RESOURCE_DOES_NOT_EXIST") return 404;
   if (code == "RESOURCE_ALREADY_EXISTS") return 409;
   return 400;
-}
-
-std::string bearer(const Req& req) {
-  auto h = req.get_header_value("Authorization");
-  return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string();
 }
 
 void send(Res& res, const json& j, int status = 200) {
@@ -172,7 +168,7 @@ class IdentityApi : public std::enable_shared_from_this<IdentityApi> {
     return [self = shared_from_this(), this, f](const Req& req, Res& res) {
       try {
         std::string why;
-        auto who = auth_.authenticate(bearer(req), &why);
+        auto who = auth_.authenticate(route::bearer(req), &why);
         if (!who) throw Refusal{401, "UNAUTHENTICATED", why};
         if (who->is_node()) throw Refusal{403, "PERMISSION_DENIED", "a node token may not use this API"};
         f(req, res, *who);

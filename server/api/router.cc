@@ -1,6 +1,7 @@
-// HTTP routes of the workspace: authentication, JSON (de)serialisation, error bodies; the logic lives in
-// Workspace. This file is the one place routes are registered: each with its body limit and its token
-// check, which the server core (server/http/server.h) runs before any body byte is read.
+// `air server`: the one place the routes are wired to the workspace's parts (install_routes: each route file
+// gets only the parts it uses), the audit log's recording, the error bodies, and serve(). The routes
+// themselves, each with its body limit and token gate, are in their files (runs.cc, nodes.cc, snapshots.cc,
+// services.cc, files.cc, unity_catalog.cc, identity.cc; the run page's in server/web/api.cc).
 #include "server/api/router.h"
 
 #include <fcntl.h>
@@ -22,9 +23,12 @@
 #include "core/client/local_daemon.h"
 #include "server/http/server.h"
 #include "server/api/files.h"
-#include "server/health/run_health.h"
 #include "server/api/identity.h"
+#include "server/api/nodes.h"
+#include "server/api/route.h"
+#include "server/api/runs.h"
 #include "server/api/secrets.h"
+#include "server/api/snapshots.h"
 #include "server/api/unity_catalog.h"
 #include "server/backends/local.h"
 #include "server/workspace/config.h"
@@ -41,166 +45,21 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::string kApi = api::kPrefix;
-
-void send_error(http::Response& res, int status, const std::string& code, const std::string& message,
-                const std::vector<Diagnostic>& diags = {}, json extra = json::object()) {
-  api::ErrorBody b{code, message, diags};
-  extra["error"] = b;
-  res.status = status;
-  res.set_content(extra.dump(), "application/json");
-}
-
-void send_json(http::Response& res, const json& j, int status = 200) {
-  res.status = status;
-  res.set_content(j.dump(), "application/json");
-}
-
-std::string bearer(const http::Request& req) {
-  auto h = req.get_header_value("Authorization");
-  if (h.rfind("Bearer ", 0) == 0) return h.substr(7);
-  return {};
-}
-
-uint64_t query_u64(const http::Request& req, const char* name, uint64_t dflt) {
-  if (!req.has_param(name)) return dflt;
-  const std::string v = req.get_param_value(name);
-  try {
-    size_t used = 0;
-    uint64_t n = std::stoull(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
-    return n;
-  } catch (const std::exception&) {
-    throw HttpError(400, "INVALID_ARGUMENT", fmt::format("query parameter {}={} is not a number", name, v));
-  }
-}
-
-// Body limits per route, enforced from the headers before the body is read.
-constexpr uint64_t kJsonBody = 1 << 20;
-constexpr uint64_t kLogBody = 8 << 20;
-
+// The audit log's recording and the error bodies every route shares; the routes are in their files.
 class Api {
  public:
-  Api(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+  Api(Auth& auth, std::function<int64_t()> now_ms) : auth_(auth), now_ms_(std::move(now_ms)) {}
 
   void observe(const http::Request& req, const http::Response& res) { audit(req, res); }
   std::string caller(const http::Request& req) const { return identify(req); }
 
-  void install() {
-    srv_.Get(kApi + "/health", [](const http::Request&, http::Response& res) {
-      send_json(res, api::Health{"ok", AIR_VERSION, static_cast<int>(::getpid())});
-    });
-    user("POST", "/runs", [this](const auto& req, auto& res, const auto&, const Principal& who) {
-      api::SubmitRequest sr = parse_body(req).template get<api::SubmitRequest>();
-      send_json(res, ws_.submit(sr, who), 201);
-    });
-    // ?all_users=1: every run the caller may view; else the caller's own.
-    user("GET", "/runs", [this](const auto& req, auto& res, const auto&, const Principal& who) {
-      int limit = static_cast<int>(query_u64(req, "limit", 0));
-      bool all = flag(req, "all_status"), all_users = flag(req, "all_users");
-      send_json(res, ws_.list(limit, all, who, all_users));
-    });
-    user("GET", R"(/runs/([A-Za-z0-9_-]+))", [this](const auto&, auto& res, const auto& m, const Principal& who) {
-      ws_.require_run(who, m[1], RunLevel::kCanView);
-      send_json(res, ws_.get(m[1]));
-    });
-    user("POST", R"(/runs/([A-Za-z0-9_-]+)/cancel)", [this](const auto&, auto& res, const auto& m, const Principal& who) {
-      ws_.require_run(who, m[1], RunLevel::kCanManageRun);
-      send_json(res, ws_.cancel(m[1]));
-    });
-    node_routes();
-    log_routes();
-    snapshot_routes();
-    services_routes();
-    install_web_api(srv_, ws_);  // the run page's routes (docs/web.md)
-    install_web_ui(srv_);        // the run page itself, at /
-    install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
-    install_unity_catalog_routes(srv_, ws_.auth(), ws_.volume_access());  // volumes and their grants (server/api/unity_catalog.cc)
-    install_identity_routes(srv_, ws_.auth());  // SCIM, tokens, the audit log (server/api/identity.cc)
-    srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
-      try {
-        std::rethrow_exception(ep);
-      } catch (const HttpError& e) {
-        send_error(res, e.status, e.code, e.what(), e.diagnostics);
-      } catch (const nlohmann::json::exception& e) {
-        send_error(res, 400, "INVALID_ARGUMENT", std::string("malformed JSON body: ") + e.what());
-      } catch (const std::exception& e) {
-        send_error(res, 500, "INTERNAL", e.what());
-      }
-    });
-    srv_.set_error_handler([](http::Response& res, int status, const std::string& message) {
-      static const std::map<int, std::string> codes = {
-          {400, "INVALID_ARGUMENT"}, {404, "NOT_FOUND"}, {405, "METHOD_NOT_ALLOWED"}, {408, "REQUEST_TIMEOUT"},
-          {413, "TOO_LARGE"},        {431, "HEADERS_TOO_LARGE"}, {501, "NOT_IMPLEMENTED"}};
-      auto it = codes.find(status);
-      send_error(res, status, it == codes.end() ? "ERROR" : it->second, message);
-    });
-  }
-
  private:
-  using Match = std::smatch;
-  using Handler = std::function<void(const http::Request&, http::Response&, const Match&)>;
-
-  static json parse_body(const http::Request& req) {
-    try {
-      return json::parse(req.body);
-    } catch (const json::exception&) {
-      throw HttpError(400, "INVALID_ARGUMENT", "the request body is not valid JSON");
-    }
-  }
-
-  static bool flag(const http::Request& req, const char* name) {
-    return req.get_param_value(name) == "1" || req.get_param_value(name) == "true";
-  }
-
-  Principal auth(const http::Request& req) const {
-    std::string why;
-    auto p = ws_.auth().authenticate(bearer(req), &why);
-    if (!p) throw HttpError(401, "UNAUTHENTICATED", why);
-    return *p;
-  }
-
-  // Gates run after the headers, before the body: a request without the right token is answered at once.
-  // User routes take any user's token; what the user may do is each handler's check (access.h).
-  http::Gate user_gate() const {
-    return [this](const http::Request& req, http::Response&) {
-      if (auth(req).is_node())
-        throw HttpError(403, "PERMISSION_DENIED", "a node token may use only its own attempt's node endpoints");
-      return true;
-    };
-  }
-  // Node endpoints accept the node token of that very run and attempt (or an admin's token).
-  http::Gate node_gate() const {
-    return [this](const http::Request& req, http::Response&) {
-      Principal p = auth(req);
-      if (p.admin) return true;
-      if (!p.is_node())
-        throw HttpError(403, "PERMISSION_DENIED", "only the run's node token (or an admin) may use node endpoints");
-      if (p.run_id != req.matches[1].str() || p.attempt != std::stoi(req.matches[2].str()))
-        throw HttpError(403, "PERMISSION_DENIED", "this node token belongs to another run or attempt");
-      return true;
-    };
-  }
-
-  void route(const std::string& method, const std::string& pattern, Handler h, http::RouteOptions o) {
-    auto wrapped = [h](const http::Request& req, http::Response& res) { h(req, res, req.matches); };
-    std::string p = kApi + pattern;
-    if (method == "GET") srv_.Get(p, wrapped, std::move(o));
-    else if (method == "POST") srv_.Post(p, wrapped, std::move(o));
-  }
-
-  using UserHandler = std::function<void(const http::Request&, http::Response&, const Match&, const Principal&)>;
-  void user(const std::string& method, const std::string& pattern, UserHandler h) {
-    route(method, pattern, [this, h](const auto& req, auto& res, const auto& m) { h(req, res, m, auth(req)); },
-          {kJsonBody, user_gate()});
-  }
-
   // Who sent a request, for the audit log: resolved once the headers are in, before any gate or handler
   // (Server::set_identify), so a request that revokes its own token is still its sender's. Every entry names
   // someone: a user, node:<run>:<attempt>, or one of the two names no user can have (valid_principal_name).
   std::string identify(const http::Request& req) const {
-    if (bearer(req).empty()) return kNoToken;
-    auto who = ws_.auth().authenticate(bearer(req));
+    if (route::bearer(req).empty()) return kNoToken;
+    auto who = auth_.authenticate(route::bearer(req));
     return who ? who->name() : kBadToken;
   }
   static constexpr const char* kNoToken = "(no token)";
@@ -218,13 +77,13 @@ class Api {
     std::string sender = req.identified ? req.caller : identify(req);
     if (sender.rfind("node:", 0) == 0 && res.status < 400 && !secret_read) return;
     AuditEntry e;
-    e.time_ms = ws_.now_ms();
+    e.time_ms = now_ms_();
     e.user = sender.empty() ? std::string(kBadToken) : sender;
     e.method = req.method;
     e.route = req.path;
     e.object = audit_object(req);
     e.status = res.status;
-    ws_.auth().identity().audit(e);
+    auth_.identity().audit(e);
   }
 
   // The parameters the route's handler reads: the secrets and MLflow handlers a JSON body first, then the
@@ -267,182 +126,30 @@ class Api {
     return out;
   }
 
-  void node(const std::string& method, const std::string& suffix, Handler h, uint64_t max_body = kJsonBody) {
-    std::string pattern = R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6}))" + suffix;
-    route(method, pattern, std::move(h), {max_body, node_gate()});
-  }
-
-  void node_routes() {
-    node("GET", "/spec", [this](const auto&, auto& res, const auto& m) {
-      send_json(res, ws_.node_spec(m[1], std::stoi(m[2]), std::stoi(m[3])));
-    });
-    node("POST", "/status", [this](const auto& req, auto& res, const auto& m) {
-      auto rep = parse_body(req).template get<api::NodeStatusReport>();
-      send_json(res, ws_.node_status(m[1], std::stoi(m[2]), std::stoi(m[3]), rep));
-    });
-  }
-
-  static void send_log(http::Response& res, LogRead& r) {
-    res.set_header(api::kHeaderLogOffset, std::to_string(r.chunk.offset));
-    res.set_header(api::kHeaderLogSize, std::to_string(r.chunk.size));
-    res.set_header(api::kHeaderLogDone, r.done ? "1" : "0");
-    res.set_content(std::move(r.chunk.data), "application/octet-stream");
-  }
-
-  void log_routes() {
-    node("POST", "/logs", [this](const auto& req, auto& res, const auto& m) {
-      uint64_t offset = query_u64(req, "offset", 0);
-      auto r = ws_.append_log(m[1], std::stoi(m[2]), std::stoi(m[3]), offset, req.body);
-      if (r.gap)
-        send_error(res, 409, "LOG_GAP",
-                   fmt::format("offset {} is beyond the stored log ({} bytes); resend from {}", offset, r.size, r.size),
-                   {}, json{{"size", r.size}});
-      else
-        send_json(res, api::LogAppendReply{r.size});
-    }, kLogBody);
-    // A follower with nothing new waits without a thread: the response is deferred until the log grows
-    // (LogStore wakes the server) or wait_ms passes.
-    user("GET", R"(/runs/([A-Za-z0-9_-]+)/attempts/(\d{1,6})/nodes/(\d{1,6})/logs)",
-          [this](const auto& req, auto& res, const auto& m, const Principal& who) {
-            ws_.require_run(who, m[1], RunLevel::kCanView);
-            std::optional<uint64_t> offset, tail;
-            if (req.has_param("offset")) offset = query_u64(req, "offset", 0);
-            if (req.has_param("tail")) tail = query_u64(req, "tail", 0);
-            uint64_t max_bytes = std::min<uint64_t>(query_u64(req, "max_bytes", 4 << 20), 64 << 20);
-            auto wait = std::chrono::milliseconds(std::min<uint64_t>(query_u64(req, "wait_ms", 0), 30000));
-            std::string run = m[1];
-            int attempt = std::stoi(m[2]), node = std::stoi(m[3]);
-            LogRead r = ws_.read_log(run, attempt, node, offset, tail, max_bytes, std::chrono::milliseconds(0));
-            uint64_t from = r.chunk.offset;
-            bool ready = !r.chunk.data.empty() || r.done || wait.count() == 0;
-            send_log(res, r);
-            if (ready) return;
-            std::string token = bearer(req);
-            res.defer(std::chrono::steady_clock::now() + wait, [this, run, attempt, node, from, max_bytes, token](auto& res) {
-              // A follower whose token is revoked or expires meanwhile is answered 401 at once.
-              std::string why;
-              if (!ws_.auth().authenticate(token, &why)) {
-                res = http::Response();
-                send_error(res, 401, "UNAUTHENTICATED", why);
-                return true;
-              }
-              LogRead r = ws_.read_log(run, attempt, node, from, std::nullopt, max_bytes, std::chrono::milliseconds(0));
-              bool ready = !r.chunk.data.empty() || r.done;
-              send_log(res, r);
-              return ready;
-            });
-          });
-  }
-
-  static std::string snapshot_missing(const std::string& digest) {
-    return "snapshot " + digest + " not found (or not yours to read): upload it with the run that uses it (air run)";
-  }
-
-  // An open blob file, closed when the response is done with it.
-  struct OpenFile {
-    explicit OpenFile(int f) : fd(f) {}
-    OpenFile(const OpenFile&) = delete;
-    OpenFile& operator=(const OpenFile&) = delete;
-    ~OpenFile() { ::close(fd); }
-    int fd;
-  };
-
-  void snapshot_routes() {
-    const std::string pattern = kApi + R"(/snapshots/([0-9a-f]{64}))";
-    // Read by admins, its uploaders, the node tokens of runs made from it and users who may view such a run
-    // (Snapshots::refusal); anyone else is answered exactly as for a digest nobody uploaded.
-    http::Gate reader = [this](const http::Request& req, http::Response&) {
-      std::string digest = req.matches[1];
-      if (ws_.snapshots().refusal(auth(req), digest)) throw HttpError(404, "NOT_FOUND", snapshot_missing(digest));
-      return true;
-    };
-    srv_.Get(pattern, [this](const http::Request& req, http::Response& res) {
-      std::string digest = req.matches[1];
-      if (!ws_.snapshots().blobs().has(digest)) return send_error(res, 404, "NOT_FOUND", snapshot_missing(digest));
-      uint64_t size = ws_.snapshots().blobs().size(digest);
-      int fd = ::open(ws_.snapshots().blobs().path(digest).c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) throw HttpError(500, "INTERNAL", "cannot open snapshot " + digest);
-      auto file = std::make_shared<OpenFile>(fd);
-      res.set_content_provider(size, "application/octet-stream", [file](uint64_t offset, uint64_t n, http::DataSink& sink) {
-        std::vector<char> buf(static_cast<size_t>(n));
-        ssize_t got = ::pread(file->fd, buf.data(), buf.size(), static_cast<off_t>(offset));
-        if (got <= 0) return false;
-        sink.write(buf.data(), static_cast<size_t>(got));
-        return true;
-      });
-    }, {0, reader});
-    auto uploader = user_gate();  // any user submits code
-    // Streamed to disk while hashed (BlobWriter); a body past the limit is refused from its headers (413).
-    // A caller who may already read the digest uploads nothing (an unchanged tree costs one request); anyone
-    // else sends the bytes, which must hash to the digest, whether or not it exists: the answer (201) is the
-    // same either way, and having sent them, the caller is one of its uploaders.
-    srv_.Put(pattern, [this](const http::Request& req, http::Response& res, const http::ContentReader& read) {
-      std::string digest = req.matches[1];
-      Principal who = auth(req);
-      if (ws_.snapshots().blobs().has(digest) && !ws_.snapshots().refusal(who, digest)) {
-        read([](const char*, size_t) { return true; });
-        return send_json(res, json{{"digest", digest}, {"bytes", ws_.snapshots().blobs().size(digest)}, {"existed", true}});
-      }
-      auto w = ws_.snapshots().blobs().begin(digest, ws_.options().max_snapshot_bytes);
-      bool fits = true;
-      bool complete = read([&](const char* d, size_t n) { return fits = w->write(d, n); });
-      if (!fits && (w->write_errno() == ENOSPC || w->write_errno() == EDQUOT))
-        throw HttpError(507, "DISK_FULL",
-                        fmt::format("the workspace's disk is full: the snapshot cannot be stored ({}); free space "
-                                    "under the workspace's home and submit again", std::strerror(w->write_errno())));
-      if (!fits && w->write_errno())
-        throw HttpError(500, "WRITE_FAILED", fmt::format("the snapshot cannot be stored: {}", std::strerror(w->write_errno())));
-      if (!fits)
-        throw HttpError(413, "TOO_LARGE", fmt::format("snapshot is larger than this workspace accepts ({} bytes)",
-                                                     ws_.options().max_snapshot_bytes));
-      if (!complete) throw HttpError(400, "INCOMPLETE_UPLOAD", "the snapshot upload ended before its last byte");
-      try {
-        w->commit();
-      } catch (const Error& e) {
-        throw HttpError(400, "DIGEST_MISMATCH", e.what());
-      }
-      ws_.snapshots().uploads().record(digest, who.user, ws_.now_ms());
-      send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
-    }, {ws_.options().max_snapshot_bytes, uploader});
-  }
-
-  // Databricks' secrets API and MLflow's tracking API, at their own paths (server/api/services.h says who may
-  // do what). A node token reads only the secrets its run references.
-  void services_routes() {
-    auto h = [this](const http::Request& req, http::Response& res) {
-      auto who = ws_.auth().authenticate(bearer(req));
-      std::vector<SecretRef> refs;
-      if (who && who->is_node() && is_secrets_path(req.path))  // MLflow calls are frequent: skip the spec
-        for (const auto& s : ws_.node_spec(who->run_id, who->attempt, 0).secrets) refs.push_back({s.scope, s.key});
-      RunCheck may_use_run = [this, &who](const std::string& run, bool write) -> std::optional<RunRefusal> {
-        auto a = ws_.run_access(run);
-        if (run_level(*who, a.owner, a.grants) < RunLevel::kCanView) return RunRefusal{true, {}};
-        auto why = run_refusal(*who, run, a.owner, a.grants, write ? RunLevel::kCanManageRun : RunLevel::kCanView);
-        return why ? std::optional<RunRefusal>(RunRefusal{false, *why}) : std::nullopt;
-      };
-      ApiReply r = handle_services_request(ws_.services(), who, refs, req.method, req.target, req.body, may_use_run);
-      // Metrics from a node of a running attempt keep its stall watchdog quiet (no log line needed).
-      if (who && who->is_node() && r.status == 200 && req.method == "POST" &&
-          (req.path == "/api/2.0/mlflow/runs/log-batch" || req.path == "/api/2.0/mlflow/runs/log-metric"))
-        if (!health::only_system_metrics(req.body)) ws_.note_metrics(who->run_id, who->attempt);  // an agent's sample is not progress
-      send_json(res, r.body, r.status);
-    };
-    // No body is read without a known token (the handlers answer the caller's rights in their own shapes).
-    http::Gate any_token = [this](const http::Request& req, http::Response& res) {
-      if (ws_.auth().authenticate(bearer(req))) return true;
-      ApiReply r = handle_services_request(ws_.services(), std::nullopt, {}, req.method, req.target, "");
-      send_json(res, r.body, r.status);
-      return false;
-    };
-    for (const char* prefix : {"/api/2.0/secrets/", "/api/2.0/mlflow/"}) {
-      srv_.Get(std::string(prefix) + ".*", h, {kJsonBody, any_token});
-      srv_.Post(std::string(prefix) + ".*", h, {kJsonBody, any_token});
-    }
-  }
-
-  http::Server& srv_;
-  Workspace& ws_;
+  Auth& auth_;
+  std::function<int64_t()> now_ms_;
 };
+
+void install_error_handlers(http::Server& srv) {
+  srv.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const HttpError& e) {
+      route::send_error(res, e.status, e.code, e.what(), e.diagnostics);
+    } catch (const nlohmann::json::exception& e) {
+      route::send_error(res, 400, "INVALID_ARGUMENT", std::string("malformed JSON body: ") + e.what());
+    } catch (const std::exception& e) {
+      route::send_error(res, 500, "INTERNAL", e.what());
+    }
+  });
+  srv.set_error_handler([](http::Response& res, int status, const std::string& message) {
+    static const std::map<int, std::string> codes = {
+        {400, "INVALID_ARGUMENT"}, {404, "NOT_FOUND"}, {405, "METHOD_NOT_ALLOWED"}, {408, "REQUEST_TIMEOUT"},
+        {413, "TOO_LARGE"},        {431, "HEADERS_TOO_LARGE"}, {501, "NOT_IMPLEMENTED"}};
+    auto it = codes.find(status);
+    route::send_error(res, status, it == codes.end() ? "ERROR" : it->second, message);
+  });
+}
 
 struct NodeBackend {
   std::unique_ptr<Backend> backend;
@@ -499,15 +206,25 @@ std::string with_port(const std::string& url, int port) {
 
 }  // namespace
 
-void install_files_routes(http::Server& srv, Workspace& ws) {
-  install_files_routes(srv, ws.auth(), ws.volume_access(),
-                       [&ws](const std::string& run_id, int attempt) { return ws.node_spec(run_id, attempt, 0); });
-}
-
+// The one place the routes are wired: each route file gets the parts it uses (docs/architecture.md).
 void install_routes(http::Server& srv, Workspace& ws) {
-  auto api = std::make_shared<Api>(srv, ws);
-  api->install();
-  // The routes capture the Api by pointer: keep it alive with the server's one observer.
+  srv.Get(std::string(api::kPrefix) + "/health", [](const http::Request&, http::Response& res) {
+    route::send_json(res, api::Health{"ok", AIR_VERSION, static_cast<int>(::getpid())});
+  });
+  Auth& auth = ws.auth();
+  install_run_routes(srv, auth, ws.runs());
+  install_node_routes(srv, auth, ws.lifecycle(), ws.runs());
+  install_snapshot_routes(srv, auth, ws.snapshots(), ws.options().max_snapshot_bytes, ws.options().now_ms);
+  install_services_routes(srv, auth, ws.services(), ws.runs(), ws.lifecycle());
+  install_web_api(srv, {auth, ws.runs(), ws.lifecycle(), ws.services()});  // the run page's routes (docs/web.md)
+  install_web_ui(srv);                                               // the run page itself, at /
+  Lifecycle& lifecycle = ws.lifecycle();
+  install_files_routes(srv, auth, ws.volume_access(),  // Databricks' Files API over /Volumes (server/api/files.cc)
+                       [&lifecycle](const std::string& run_id, int attempt) { return lifecycle.node_spec(run_id, attempt, 0); });
+  install_unity_catalog_routes(srv, auth, ws.volume_access());  // volumes and their grants (server/api/unity_catalog.cc)
+  install_identity_routes(srv, auth);  // SCIM, tokens, the audit log (server/api/identity.cc)
+  install_error_handlers(srv);
+  auto api = std::make_shared<Api>(auth, ws.options().now_ms);
   srv.set_observer([api](const http::Request& req, const http::Response& res) { api->observe(req, res); });
   srv.set_identify([api](const http::Request& req) { return api->caller(req); });
 }

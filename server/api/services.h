@@ -32,4 +32,15 @@ ApiReply handle_services_request(WorkspaceServices& services, const std::optiona
                                  const std::vector<SecretRef>& run_refs, const std::string& method,
                                  const std::string& target, const std::string& body, const RunCheck& may_use_run = {});
 
+namespace http { class Server; }
+class Auth;
+class Lifecycle;
+class Runs;
+
+// Registers /api/2.0/secrets/* and /api/2.0/mlflow/*. Takes Auth (who is calling), the services' stores, Runs
+// (a run's owner and grants, to check MLflow runs) and the Lifecycle (a node token's secret references from
+// its node spec; a node's metrics keep its stall watchdog quiet).
+void install_services_routes(http::Server& srv, const Auth& auth, WorkspaceServices& services, const Runs& runs,
+                             Lifecycle& lifecycle);
+
 }  // namespace air::server

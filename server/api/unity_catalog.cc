@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/api/route.h"
 #include "server/http/server.h"
 #include "server/workspace/auth.h"
 #include "server/workspace/errors.h"
@@ -122,7 +123,7 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     http::Handler h = [self = shared_from_this(), this, f](const Req& req, Res& res) {
       try {
         std::string why;
-        auto who = auth_.authenticate(bearer(req), &why);
+        auto who = auth_.authenticate(route::bearer(req), &why);
         if (!who) throw FsError(401, "UNAUTHENTICATED", why);
         if (who->is_node()) throw FsError(403, "PERMISSION_DENIED", "a node token may not use this API");
         f(req, res, *who);
@@ -133,11 +134,6 @@ class UnityCatalogApi : public std::enable_shared_from_this<UnityCatalogApi> {
     if (method == "GET") srv_.Get(pattern, h);
     else if (method == "POST") srv_.Post(pattern, h);
     else srv_.Patch(pattern, h);
-  }
-
-  static std::string bearer(const Req& req) {
-    auto h = req.get_header_value("Authorization");
-    return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string();
   }
 
   static std::string lower(std::string s) {

@@ -137,10 +137,8 @@ void LogStore::wake() {
   std::function<void()> listener;
   {
     std::lock_guard<std::mutex> g(mu_);
-    ++generation_;
     listener = listener_;
   }
-  cv_.notify_all();
   if (listener) listener();
 }
 
@@ -149,17 +147,10 @@ void LogStore::set_listener(std::function<void()> f) {
   listener_ = std::move(f);
 }
 
-LogChunk LogStore::read(const LogKey& k, uint64_t offset, uint64_t max_bytes, std::chrono::milliseconds wait) {
+LogChunk LogStore::read(const LogKey& k, uint64_t offset, uint64_t max_bytes) {
   LogChunk c;
   c.offset = offset;
   c.size = size(k);
-  if (c.size <= offset && wait.count() > 0) {
-    std::unique_lock<std::mutex> g(mu_);
-    uint64_t gen = generation_;
-    cv_.wait_for(g, wait, [&] { return generation_ != gen; });
-    g.unlock();
-    c.size = size(k);
-  }
   if (c.size <= offset) return c;
   uint64_t n = std::min<uint64_t>(c.size - offset, max_bytes);
   c.data.resize(n);

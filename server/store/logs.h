@@ -3,7 +3,6 @@
 // growth, which is how `air logs --follow` sees a line within milliseconds of its arrival.
 #pragma once
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,12 +51,12 @@ class LogStore {
   // offset > size: gap.
   AppendResult append(const LogKey& k, uint64_t offset, std::string_view data);
   uint64_t size(const LogKey& k);
-  // Up to max_bytes from offset, cut at the last whole line when more remains. When nothing is there yet
-  // and wait > 0, waits for an append or a wake() (run state change) up to wait.
-  LogChunk read(const LogKey& k, uint64_t offset, uint64_t max_bytes, std::chrono::milliseconds wait);
+  // Up to max_bytes from offset, cut at the last whole line when more remains. Never waits: a follower waits
+  // in the HTTP server as a deferred response, re-polled on every append and wake() (set_listener).
+  LogChunk read(const LogKey& k, uint64_t offset, uint64_t max_bytes);
   // The offset where the last `lines` lines start.
   uint64_t tail_offset(const LogKey& k, uint64_t lines);
-  // Wakes every waiting reader (a run ended, so "done" may have changed).
+  // Tells the listener (the HTTP server's deferred log reads) that a run's state changed, so "done" may have.
   void wake();
   // Called on every append and wake() (the HTTP server re-polls its deferred log reads); must not block.
   void set_listener(std::function<void()> f);
@@ -80,10 +79,8 @@ class LogStore {
   static constexpr size_t kMaxOpen = 64;
 
   std::string runs_dir_;
-  std::mutex mu_;  // guards entries_ and the waiters' generation
+  std::mutex mu_;  // guards entries_ and the listener
   std::map<LogKey, std::unique_ptr<Entry>> entries_;
-  std::condition_variable cv_;
-  uint64_t generation_ = 0;
   std::function<void()> listener_;
   std::mutex fds_mu_;  // guards open_ and use_clock_; taken after an entry's mu, never before
   std::vector<Entry*> open_;

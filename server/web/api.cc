@@ -14,7 +14,11 @@
 #include "server/workspace/services.h"
 #include "server/web/log_lines.h"
 #include "server/web/sample.h"
-#include "server/workspace/workspace.h"
+#include "server/api/route.h"
+#include "server/workspace/auth.h"
+#include "server/workspace/errors.h"
+#include "server/workspace/lifecycle.h"
+#include "server/workspace/runs.h"
 
 namespace air::server {
 
@@ -50,14 +54,14 @@ json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 class WebApi {
  public:
-  WebApi(http::Server& srv, Workspace& ws) : srv_(srv), ws_(ws) {}
+  WebApi(http::Server& srv, WebParts parts) : srv_(srv), ws_(parts) {}
 
   void install() {
     get("/web/runs", [this](const Req& req, Res& res, const Principal& who) { runs(req, res, who); });
     // The node routes: the caller needs CAN_VIEW on the run (server/workspace/access.h).
     auto viewer = [this](void (WebApi::*f)(const Req&, Res&)) {
       return [this, f](const Req& req, Res& res, const Principal& who) {
-        ws_.require_run(who, req.matches[1].str(), RunLevel::kCanView);
+        ws_.runs.require(who, req.matches[1].str(), RunLevel::kCanView);
         (this->*f)(req, res);
       };
     };
@@ -67,8 +71,8 @@ class WebApi {
     get("/web/metric", [this](const Req& req, Res& res, const Principal& who) {
       // An MLflow run's metrics: CAN_VIEW on the air run it belongs to (admins: any MLflow run).
       std::string mlflow_run = req.get_param_value("run_id");
-      auto air_run = mlflow_run.empty() ? std::nullopt : ws_.services().mlflow().air_run_of(mlflow_run);
-      if (air_run) ws_.require_run(who, *air_run, RunLevel::kCanView);
+      auto air_run = mlflow_run.empty() ? std::nullopt : ws_.services.mlflow().air_run_of(mlflow_run);
+      if (air_run) ws_.runs.require(who, *air_run, RunLevel::kCanView);
       else if (!who.admin && !mlflow_run.empty())
         throw HttpError(403, "PERMISSION_DENIED",
                         fmt::format("MLflow run {} belongs to no air run: only workspace admins may read it here", mlflow_run));
@@ -86,7 +90,7 @@ class WebApi {
   void get(const std::string& pattern, std::function<void(const Req&, Res&, const Principal&)> h) {
     srv_.Get(api::kPrefix + pattern, [this, h](const Req& req, Res& res) {
       std::string why;
-      auto who = ws_.auth().authenticate(bearer(req), &why);
+      auto who = ws_.auth.authenticate(route::bearer(req), &why);
       if (!who) throw HttpError(401, "UNAUTHENTICATED", why);
       if (who->is_node()) throw HttpError(403, "PERMISSION_DENIED", "a node token may not use the run page's API");
       res.set_header("Cache-Control", "no-store");
@@ -94,19 +98,14 @@ class WebApi {
     });
   }
 
-  static std::string bearer(const Req& req) {
-    auto h = req.get_header_value("Authorization");
-    return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string();
-  }
-
   // The log's path and size, checking that the run, attempt and node exist (read_log throws otherwise).
   NodeLog node_log(const Req& req) {
     return node_log(req.matches[1].str(), std::stoi(req.matches[2].str()), std::stoi(req.matches[3].str()));
   }
   NodeLog node_log(const std::string& id, int attempt, int node) {
-    LogRead r = ws_.read_log(id, attempt, node, 0, std::nullopt, 1, std::chrono::milliseconds(0));
+    LogRead r = ws_.lifecycle.read_log(id, attempt, node, 0, std::nullopt, 1);
     NodeLog l;
-    l.path = fmt::format("{}/runs/{}/attempt_{}/node_{}.log", ws_.options().home, id, attempt, node);
+    l.path = r.path;
     l.size = r.chunk.size;
     l.done = r.done;
     return l;
@@ -125,11 +124,11 @@ class WebApi {
       // wait is over; the server re-polls on every log append (Server::wake) and on its tick.
       const std::string id = req.matches[1].str();
       const int attempt = std::stoi(req.matches[2].str()), node = std::stoi(req.matches[3].str());
-      const std::string token = bearer(req);
+      const std::string token = route::bearer(req);
       res.defer(std::chrono::steady_clock::now() + wait, [this, id, attempt, node, start, count, token](Res& r) {
         // A token revoked (or expired) while the page waits ends the wait with 401.
         std::string why;
-        if (!ws_.auth().authenticate(token, &why)) {
+        if (!ws_.auth.authenticate(token, &why)) {
           r = Res();
           r.status = 401;
           r.set_content(json{{"error", {{"code", "UNAUTHENTICATED"}, {"message", why}, {"diagnostics", json::array()}}}}.dump(),
@@ -222,7 +221,7 @@ class WebApi {
     }
     auto& cached = series_.front().rows;
     try {
-      auto& store = ws_.services().mlflow();
+      auto& store = ws_.services.mlflow();
       auto fresh = store.metric_history(run, key, cached->empty() ? 0 : cached->size() - 1);
       auto grown = std::make_shared<std::vector<SeriesPoint>>();
       if (!cached->empty()) {
@@ -251,10 +250,10 @@ class WebApi {
   // Every run the caller may view (?mine=1: its own only).
   void runs(const Req& req, Res& res, const Principal& who) {
     int limit = static_cast<int>(std::min<uint64_t>(param_u64(req, "limit", 200), 1000));
-    api::RunList list = ws_.list(limit, req.get_param_value("all_status") != "0", who, req.get_param_value("mine") != "1");
+    api::RunList list = ws_.runs.list(limit, req.get_param_value("all_status") != "0", who, req.get_param_value("mine") != "1");
     json out = json::array();
     for (auto& r : list.runs) {
-      ws_.services().add_metrics(r, true);
+      ws_.services.add_metrics(r, true);
       json j = r;
       j.erase("attempts");
       j["latest_loss"] = nullptr;
@@ -270,7 +269,7 @@ class WebApi {
   }
 
   http::Server& srv_;
-  Workspace& ws_;
+  WebParts ws_;
   LogLineIndex index_;
   struct CachedSeries {
     std::string run, key;
@@ -282,9 +281,9 @@ class WebApi {
 
 }  // namespace
 
-void install_web_api(http::Server& srv, Workspace& ws) {
+void install_web_api(http::Server& srv, WebParts parts) {
   static std::vector<std::unique_ptr<WebApi>> apis;  // the routes capture it: it lives as long as the process
-  apis.push_back(std::make_unique<WebApi>(srv, ws));
+  apis.push_back(std::make_unique<WebApi>(srv, parts));
   apis.back()->install();
 }
 

@@ -9,8 +9,20 @@ class Server;
 
 namespace air::server {
 
-class Workspace;
+class Auth;
+class Lifecycle;
+class Runs;
+class WorkspaceServices;
 
-void install_web_api(http::Server& srv, Workspace& ws);
+// What the run page's routes take: who is calling, which runs they may see (Runs), the node logs (Lifecycle)
+// and the MLflow metrics (services).
+struct WebParts {
+  const Auth& auth;
+  const Runs& runs;
+  Lifecycle& lifecycle;
+  WorkspaceServices& services;
+};
+
+void install_web_api(http::Server& srv, WebParts parts);
 
 }  // namespace air::server

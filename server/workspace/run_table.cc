@@ -9,6 +9,8 @@ RunState state_of(const api::RunInfo& r) { return run_state_from_string(r.state)
 RunState state_of(const api::AttemptInfo& a) { return run_state_from_string(a.state).value_or(RunState::kFailed); }
 bool over(const api::RunInfo& r) { return is_terminal(state_of(r)); }
 bool over(const api::AttemptInfo& a) { return is_terminal(state_of(a)); }
+void set_state(api::RunInfo& r, RunState s) { r.state = to_string(s); }
+void set_state(api::AttemptInfo& a, RunState s) { a.state = to_string(s); }
 
 RunRecord& RunTable::add(RunRecord r) {
   const std::string id = r.info.run_id;

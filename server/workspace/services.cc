@@ -43,10 +43,10 @@ std::string WorkspaceServices::attempt_mlflow_run(const std::string& run_id, int
   }
 }
 
-void WorkspaceServices::end_mlflow_run(const std::string& mlflow_run_id, const std::string& attempt_state) {
+void WorkspaceServices::end_mlflow_run(const std::string& mlflow_run_id, RunState attempt_end) {
   if (mlflow_run_id.empty()) return;
-  bool killed = attempt_state == "CANCELED" || attempt_state == "TIMED_OUT" || attempt_state == "PREEMPTED";
-  std::string status = attempt_state == "SUCCEEDED" ? "FINISHED" : killed ? "KILLED" : "FAILED";
+  bool killed = attempt_end == RunState::kCanceled || attempt_end == RunState::kTimedOut || attempt_end == RunState::kPreempted;
+  std::string status = attempt_end == RunState::kSucceeded ? "FINISHED" : killed ? "KILLED" : "FAILED";
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();

@@ -11,6 +11,7 @@
 
 #include "core/wire/api.h"
 #include "core/base/diagnostics.h"
+#include "core/wire/run_state.h"
 #include "server/store/mlflow.h"
 #include "server/store/secrets.h"
 
@@ -37,7 +38,7 @@ class WorkspaceServices {
   std::string attempt_mlflow_run(const std::string& run_id, int attempt, const std::string& experiment_name,
                                  const std::string& run_name = {});
   // Marks the attempt's MLflow run ended: FINISHED for SUCCEEDED, KILLED for CANCELED/TIMED_OUT/PREEMPTED, else FAILED.
-  void end_mlflow_run(const std::string& mlflow_run_id, const std::string& attempt_state);
+  void end_mlflow_run(const std::string& mlflow_run_id, RunState attempt_end);
   // Fills each attempt's mlflow_run_id and (with `values`) its latest metrics.
   void add_metrics(api::RunInfo& run, bool values = true);
 

@@ -1,33 +1,19 @@
-// Run lifecycle and gang scheduling. A run's current attempt ends in one of four ways: every node
-// succeeded; a node failed or was lost (gang stop, then retry while retries remain); cancel; timeout.
-// Every state change is written to SQLite before it is answered, so a restarted workspace resumes.
+// The façade (workspace.h): builds and wires the parts, loads the run table at start, runs the tick thread
+// and prunes the audit log.
 #include "server/workspace/workspace.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <openssl/rand.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <utility>
 
-#include "core/base/error.h"
-#include "core/base/host.h"
-#include "core/wire/run_state.h"
-#include "core/sandbox/sandbox.h"
-#include "core/volumes/workload_volumes.h"
-#include "core/workload/workload.h"
-#include "server/workspace/admission.h"
 #include "server/workspace/services.h"
 
 namespace air::server {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
@@ -36,8 +22,6 @@ int64_t system_now_ms() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-HttpError not_found(const std::string& what) { return HttpError(404, "NOT_FOUND", what); }
 
 }  // namespace
 
@@ -59,19 +43,25 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
   // A node token acts for its run's owner: the run table says who that is (under the run lock; Auth calls
   // this without its own lock held, so the two locks never nest).
   auth_ = std::make_unique<Auth>(store_, *identity_, clock, [this](const std::string& run_id) -> std::optional<std::string> {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     if (const RunRecord* r = runs_.get(run_id)) return r->info.user;
     return std::nullopt;
   });
   volume_access_->adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
-  setup_pools();
+  queue_ = std::make_unique<Queue>(opts_, backend_->total_gpus(), runs_, clock);
+  lifecycle_ = std::make_unique<Lifecycle>(Lifecycle::Parts{opts_, *backend_, store_, logs_, runs_, *queue_, *auth_,
+                                                            *services_, *volume_access_, volumes_, *identity_});
+  runs_part_ = std::make_unique<Runs>(Runs::Parts{opts_, store_, runs_, *queue_, *lifecycle_, *auth_, *identity_,
+                                                  *services_, *volume_access_, volumes_, logs_, *snapshots_});
 }
 
 Workspace::~Workspace() { stop(); }
 
-void Workspace::set_url(const std::string& url) {
-  std::lock_guard<std::mutex> g(mu_);
-  url_ = url;
+void Workspace::set_url(const std::string& url) { lifecycle_->set_url(url); }
+
+void Workspace::tick() {
+  prune_audit();
+  lifecycle_->tick();
 }
 
 int64_t Workspace::prune_audit(bool force) {
@@ -89,27 +79,18 @@ int64_t Workspace::prune_audit(bool force) {
 void Workspace::start() {
   prune_audit(true);
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     // Bootstrap admin tokens of workspaces from before it was a listed user token (one kept per start, never
     // revoked): deleted; create_admin_token makes the one token of this start. Node tokens are reloaded.
     auth_->load();
-    seq_ = store_.max_seq();
+    runs_part_->loaded(store_.max_seq());
     for (auto& r : store_.load_runs()) {
       if (r.info.user.empty()) r.info.user = identity_->bootstrap_admin();  // runs from before users existed
       services_->add_metrics(r.info, false);  // the attempts' MLflow run ids live in the MLflow tables
       runs_.add(std::move(r));
     }
-    // Agents keep running while the workspace is down; give each one a full heartbeat window to re-attach.
-    for (RunRecord* rp : runs_.active()) {
-      RunRecord& r = *rp;
-      const std::string& id = r.info.run_id;
-      if (auto* a = current(r)) {
-        restarted_runs_.insert(id);
-        for (const auto& n : a->nodes) runtime_[{id, a->number, n.rank}].last_seen_ms = now();
-        if (!waiting(r) && !over(*a)) claim_gpus(*a);
-      }
-    }
-    schedule();  // the queue as it was: places from the stored submit times, before the first request
+    lifecycle_->load();      // running attempts keep their GPUs and get a window to re-attach
+    lifecycle_->schedule();  // the queue as it was: places from the stored submit times, before the first request
   }
   stopping_ = false;
   if (!opts_.ticker) return;
@@ -132,14 +113,8 @@ void Workspace::stop() {
   logs_.wake();
 }
 
-Workspace::RunAccess Workspace::run_access(const std::string& run_id) const {
-  std::lock_guard<std::mutex> g(mu_);
-  const RunRecord& r = find(run_id);
-  return {r.info.user, r.info.permissions};
-}
-
 std::optional<std::string> Workspace::snapshot_run_refusal(const Principal& who, const std::string& digest) const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   if (who.is_node()) {
     const RunRecord* r = runs_.get(who.run_id);
     if (r != nullptr && r->info.snapshot_digest == digest) return std::nullopt;
@@ -150,197 +125,6 @@ std::optional<std::string> Workspace::snapshot_run_refusal(const Principal& who,
     if (r.info.snapshot_digest == digest && run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView)
       return std::nullopt;
   return fmt::format("user '{}' neither uploaded snapshot {} nor may view a run made from it", who.user, digest);
-}
-
-void Workspace::require_run(const Principal& who, const std::string& run_id, RunLevel need) const {
-  RunAccess a = run_access(run_id);
-  // A run the caller may not view is answered as one that does not exist (find()'s own words): no owner named.
-  if (!who.is_node() && run_level(who, a.owner, a.grants) < RunLevel::kCanView) throw not_found("run " + run_id + " not found");
-  if (auto why = run_refusal(who, run_id, a.owner, a.grants, need)) throw HttpError(403, "PERMISSION_DENIED", *why);
-}
-
-api::AttemptInfo* Workspace::current(RunRecord& r) {
-  for (auto& a : r.info.attempts)
-    if (a.number == r.info.current_attempt) return &a;
-  return nullptr;
-}
-
-void Workspace::save(const RunRecord& r) { store_.save_run(r); }
-
-std::string Workspace::new_run_id() const {
-  for (;;) {
-    unsigned char b[4];
-    RAND_bytes(b, sizeof b);
-    std::string id = fmt::format("{:02x}{:02x}{:02x}{:02x}", b[0], b[1], b[2], b[3]);
-    if (!runs_.contains(id)) return id;
-  }
-}
-
-api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& who) {
-  // Admission's steps (admission.h), in order: the first that refuses answers.
-  admission::check_submitter(who, opts_.isolation, *identity_);
-  const Workload w = admission::parse(req);
-  std::vector<api::RunPermission> grants = admission::resolve_permissions(w, *identity_);
-  admission::check_secrets(w, who, *services_, req.file_name);
-  // The owner must be able to READ every volume the workload names (the node mount and the node token
-  // follow the same rule); a volume that does not exist yet becomes the submitter's.
-  std::vector<std::string> new_volumes = volume_access_->check_run_volumes(workload_volume_keys(w), who);
-  admission::Snapshot snapshot = admission::check_snapshot(
-      req, w, volumes_, snapshots_->blobs(), [&] { return !snapshots_->refusal(who, req.snapshot_digest); });
-  std::vector<std::string> notices;
-  std::string pool = pool_for(w.compute.pool_id, notices);
-  auto pool_gpus = pool_gpus_.find(pool);
-  admission::check_fits_pool(w, pool, pool_gpus == pool_gpus_.end() ? std::nullopt : std::optional<int>(pool_gpus->second.second),
-                             !opts_.pools.empty());
-  for (const auto& key : new_volumes) {  // the submitter's now, unless another user made it meanwhile
-    VolumeRecord rec = volume_access_->create_volume_record(key, who.user);
-    if (auto why = volume_refusal(who, volume_full_name(key), rec.owner, volume_access_->volume_granted(who, key), kReadVolume))
-      throw HttpError(403, "PERMISSION_DENIED",
-                      fmt::format("the workload names /Volumes/{}, which its owner may not read: {}", key, *why));
-  }
-  const RunSpec spec = admission::run_spec(w, snapshot);
-
-  std::lock_guard<std::mutex> g(mu_);
-  std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
-  if (!key.empty()) {
-    if (const RunRecord* e = runs_.by_idempotency_key(key)) {
-      const auto& earlier = e->info;
-      if (earlier.user != who.user)
-        throw HttpError(409, "RESOURCE_CONFLICT", "this idempotency key was used by another user's run; choose another");
-      return earlier;
-    }
-  }
-  RunRecord r;
-  r.seq = ++seq_;
-  auto& i = r.info;
-  i.run_id = new_run_id();
-  i.user = who.user;
-  i.permissions = grants;
-  i.experiment_name = w.experiment_name;
-  i.state = "PENDING";
-  i.status_message = "queued";
-  i.pool_id = pool;
-  i.priority_class = w.priority_class;
-  i.accelerator_type = w.compute.accelerator_type;
-  i.num_accelerators = w.compute.num_accelerators;
-  i.accelerators_per_node = w.compute.accelerators_per_node;
-  i.num_nodes = std::max(1, w.compute.nodes);
-  i.gpu = w.compute.gpu;
-  i.max_retries = w.max_retries;
-  i.timeout_minutes = w.timeout_minutes;
-  i.stall_timeout_minutes = w.stall_timeout_minutes;
-  i.straggler_minutes = w.straggler_minutes;
-  i.submitted_at_ms = now();
-  i.snapshot_digest = req.snapshot_digest;
-  i.snapshot_bytes = snapshot.bytes;
-  i.file_name = req.file_name;
-  i.workload_yaml = req.workload_yaml;
-  i.idempotency_key = key;
-  r.spec_json = spec.to_json();
-  RunRecord& stored = runs_.add(std::move(r));  // its idempotency key too
-  save(stored);
-  schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
-  api::RunInfo reply = stored.info;
-  reply.notices = notices;
-  // Nodes on this machine without a sandbox see the volumes at AIR_VOLUMES_ROOT: said once, here.
-  if (opts_.isolation.probed && !opts_.isolation.sandbox && !spec.named_volume_paths().empty())
-    reply.notices.push_back(volumes_fallback_notice(opts_.isolation.why_not, volumes_.root()));
-  return reply;
-}
-
-void Workspace::check_node(const RunRecord& r, int attempt, int node) const {
-  for (const auto& a : r.info.attempts)
-    if (a.number == attempt) {
-      if (node < 0 || node >= static_cast<int>(a.nodes.size()))
-        throw not_found(fmt::format("run {} attempt {} has no node {}", r.info.run_id, attempt, node));
-      return;
-    }
-  throw not_found(fmt::format("run {} has no attempt {}", r.info.run_id, attempt));
-}
-
-api::RunInfo Workspace::get(const std::string& id) const {
-  api::RunInfo info;
-  std::string spec;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    info = find(id).info;
-    spec = find(id).spec_json;
-  }
-  services_->add_metrics(info);  // outside the lock: a read of the MLflow tables
-  for (auto& a : info.attempts)    // each node's stored log size (the run page shows it)
-    for (auto& n : a.nodes) {
-      std::error_code ec;
-      auto bytes = std::filesystem::file_size(logs_.path({id, a.number, n.rank}), ec);
-      n.log_bytes = ec ? 0 : static_cast<uint64_t>(bytes);
-    }
-  for (const auto& path : RunSpec::parse(spec).named_volume_paths()) {
-    auto u = volumes_.usage(parse_volume_path(path));
-    info.volumes.push_back({path, u.files, u.bytes, u.exists});
-  }
-  return info;
-}
-
-api::RunList Workspace::list(int limit, bool all_status, const Principal& who, bool all_users) const {
-  std::lock_guard<std::mutex> g(mu_);
-  std::vector<const RunRecord*> rs;
-  for (const auto& [id, r] : runs_.all()) {
-    if (!all_status && over(r.info)) continue;
-    if (all_users ? run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView : r.info.user == who.user)
-      rs.push_back(&r);
-  }
-  std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) { return a->seq > b->seq; });
-  api::RunList out;
-  for (auto* r : rs) {
-    if (limit > 0 && static_cast<int>(out.runs.size()) >= limit) break;
-    api::RunInfo i = r->info;
-    i.workload_yaml.clear();
-    for (auto& a : i.attempts) a.failing_lines.clear();
-    out.runs.push_back(std::move(i));
-  }
-  return out;
-}
-
-api::CancelReply Workspace::cancel(const std::string& id) {
-  std::lock_guard<std::mutex> g(mu_);
-  RunRecord& r = find(id);
-  if (over(r.info)) return {id, r.info.state, true};
-  if (waiting(r)) {
-    r.info.state = "CANCELED";
-    r.info.status_message = r.info.current_attempt ? "canceled while queued for its next attempt"
-                                                   : "canceled before it started";
-    r.stop_kind.clear();
-    r.info.ended_at_ms = now();
-    save(r);
-    logs_.wake();
-    return {id, r.info.state, false};
-  }
-  if (r.stop_kind != "cancel") begin_stop(r, "cancel", "canceled by request");
-  return {id, r.info.state, false};
-}
-
-api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node) const {
-  std::lock_guard<std::mutex> g(mu_);
-  const RunRecord& r = find(id);
-  check_node(r, attempt, node);
-  RunSpec spec = RunSpec::parse(r.spec_json);
-  api::NodeSpec s = spec.node;  // the run's fields, typed; this attempt's and node's below
-  s.run_id = id;
-  s.attempt = attempt;
-  s.node_rank = node;
-  s.num_nodes = r.info.num_nodes;
-  s.master_addr = "127.0.0.1";
-  for (const auto& a : r.info.attempts)
-    if (a.number == attempt) {
-      s.master_port = a.master_port;
-      s.mlflow_run_id = a.mlflow_run_id;
-    }
-  s.snapshot_digest = r.info.snapshot_digest;
-  s.max_log_bytes = 64ull << 30;
-  s.max_unpack_bytes = opts_.max_unpack_bytes;
-  s.max_unpack_entries = opts_.max_unpack_entries;
-  s.volumes_root = volumes_.root();
-  volume_access_->node_volumes(r.info.user, spec.named_volume_paths(), s);
-  return s;
 }
 
 }  // namespace air::server

@@ -11,7 +11,7 @@
 
 #include "cli/app.h"
 #include "cli/completion/completion.h"
-#include "cli/remote.h"
+#include "cli/format.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/secrets.h"
+#include "cli/secrets/secrets.h"
 #include "server/api/secrets.h"
 #include "tests/server/secret_test_server.h"
 #include "tests/server/secret_test_util.h"

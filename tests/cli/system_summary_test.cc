@@ -1,7 +1,7 @@
 // `air get run`'s system summary and alert lines (cli/system_summary.h), from the metrics the agents log.
 #include <catch2/catch.hpp>
 
-#include "cli/system_summary.h"
+#include "cli/runs/system_summary.h"
 
 using namespace air;
 using namespace air::cli;

@@ -46,7 +46,9 @@ struct Served {
     ws->set_url("http://127.0.0.1:1");
     ws->start();
     admin = ws->auth().create_admin_token();
-    install_files_routes(srv, *ws);
+    Lifecycle& lifecycle = ws->lifecycle();
+    install_files_routes(srv, ws->auth(), ws->volume_access(),
+                         [&lifecycle](const std::string& run, int attempt) { return lifecycle.node_spec(run, attempt, 0); });
     port = srv.bind("127.0.0.1", 0);
     REQUIRE(port > 0);
     thread = std::thread([this] { srv.listen(); });
@@ -67,7 +69,7 @@ struct Served {
     req.workload_yaml = "experiment_name: t\ncompute:\n  accelerator_type: CPU_1xHOST\n  num_accelerators: 1\ncommand: " +
                         command + "\n";
     req.file_name = "t.yaml";
-    ws->submit(req);
+    ws->runs().submit(req);
     return started.back().token;
   }
 };

@@ -184,7 +184,7 @@ TEST_CASE("volume grants: a run may name only volumes its owner may read, and mo
   auto ok = t.submit(t.bob, "cat /Volumes/main/team/data/a.txt > /Volumes/main/bob/out/copy");
   REQUIRE(ok->status == 201);
   std::string run = json::parse(ok->body)["run_id"];
-  auto spec = t.ws->node_spec(run, 1, 0);
+  auto spec = t.ws->lifecycle().node_spec(run, 1, 0);
   CHECK(spec.volumes == std::vector<std::string>{"main/team/data", "main/bob/out"});
   CHECK(spec.read_only_volumes == std::vector<std::string>{"main/team/data"});
   // The volume the run named first became bob's.
@@ -200,7 +200,7 @@ TEST_CASE("volume grants: a run may name only volumes its owner may read, and mo
 
   // A revoked grant: the next spec no longer mounts it, and the node token cannot read it.
   REQUIRE(t.grant(t.alice, "bob", "", "READ_VOLUME")->status == 200);
-  spec = t.ws->node_spec(run, 1, 0);
+  spec = t.ws->lifecycle().node_spec(run, 1, 0);
   CHECK(spec.volumes == std::vector<std::string>{"main/bob/out"});
   auto gone = node.Get(kFile);
   CHECK(gone->status == 404);

@@ -70,21 +70,21 @@ struct Box {
                         "command: sleep 1\ntimeout_minutes: 30\n" + extra;
     req.file_name = "q.yaml";
     clock += 1;  // submit times differ by a millisecond, as they would
-    return ws->submit(req).run_id;
+    return ws->runs().submit(req).run_id;
   }
   void report(const std::string& id, int attempt, const std::string& state, std::optional<int> code = {}) {
-    auto info = ws->get(id);
+    auto info = ws->runs().get(id);
     for (const auto& a : info.attempts)
       if (a.number == attempt)
         for (const auto& n : a.nodes) {
           air::api::NodeStatusReport r;
           r.state = state;
           r.exit_code = code;
-          ws->node_status(id, attempt, n.rank, r);
+          ws->lifecycle().node_status(id, attempt, n.rank, r);
         }
   }
-  void finish(const std::string& id) { report(id, ws->get(id).current_attempt, "SUCCEEDED", 0); }
-  bool started(const std::string& id) { return ws->get(id).current_attempt > 0; }
+  void finish(const std::string& id) { report(id, ws->runs().get(id).current_attempt, "SUCCEEDED", 0); }
+  bool started(const std::string& id) { return ws->runs().get(id).current_attempt > 0; }
 };
 
 }  // namespace
@@ -97,10 +97,10 @@ TEST_CASE("queue: the 8-GPU gang keeps its reservation, 1-GPU runs submitted lat
   std::string later = b.submit(1);
   for (const auto& id : ones) CHECK(b.started(id));
   CHECK_FALSE(b.started(gang));
-  CHECK(b.ws->get(gang).status_message ==
+  CHECK(b.ws->runs().get(gang).status_message ==
         "queued: position 1 of 2, waiting for 8 GPUs, reserved: 0 of 8 held, estimated start in ~30 min");
-  CHECK(b.ws->get(gang).queue_position == 1);
-  CHECK(b.ws->get(later).status_message == "queued: position 2 of 2, waiting for 1 GPU, estimated start in ~1 h");
+  CHECK(b.ws->runs().get(gang).queue_position == 1);
+  CHECK(b.ws->runs().get(later).status_message == "queued: position 2 of 2, waiting for 1 GPU, estimated start in ~1 h");
   // GPUs that free up are held for the gang: the later run would end after the gang's reserved start.
   for (int k = 0; k < 7; ++k) {
     b.clock += 10000;
@@ -109,12 +109,12 @@ TEST_CASE("queue: the 8-GPU gang keeps its reservation, 1-GPU runs submitted lat
     b.ws->tick();
     CHECK_FALSE(b.started(later));
   }
-  CHECK(b.ws->get(gang).gpus_reserved == 7);
-  CHECK(b.ws->get(gang).status_message.find("reserved: 7 of 8 held") != std::string::npos);
+  CHECK(b.ws->runs().get(gang).gpus_reserved == 7);
+  CHECK(b.ws->runs().get(gang).status_message.find("reserved: 7 of 8 held") != std::string::npos);
   b.finish(ones[7]);
   CHECK(b.started(gang));
   CHECK_FALSE(b.started(later));
-  CHECK(b.ws->get(gang).queue_position == 0);  // no longer queued
+  CHECK(b.ws->runs().get(gang).queue_position == 0);  // no longer queued
   b.finish(gang);
   CHECK(b.started(later));
 }
@@ -127,14 +127,14 @@ TEST_CASE("queue: waiting runs start in submission order, also after a workspace
   b.open();  // a restart: the run table comes back from SQLite
   b.ws->tick();
   for (int k = 0; k < 5; ++k)
-    CHECK(b.ws->get(waiting[k]).status_message.rfind(fmt::format("queued: position {} of 5", k + 1), 0) == 0);
+    CHECK(b.ws->runs().get(waiting[k]).status_message.rfind(fmt::format("queued: position {} of 5", k + 1), 0) == 0);
   b.report(blocker, 1, "RUNNING");
   std::string previous = blocker;
   for (const auto& id : waiting) {
     b.finish(previous);
     CHECK(b.started(id));
     for (const auto& other : waiting)
-      if (other != id && !b.started(other)) CHECK(b.ws->get(other).queue_position > 0);
+      if (other != id && !b.started(other)) CHECK(b.ws->runs().get(other).queue_position > 0);
     previous = id;
   }
 }
@@ -145,12 +145,12 @@ TEST_CASE("queue: a CRITICAL run preempts a BEST_EFFORT one, the preempted attem
   b.report(be, 1, "RUNNING");
   std::string normal = b.submit(8);
   std::string crit = b.submit(8, "priority_class: CRITICAL\n");
-  auto v = b.ws->get(be);
+  auto v = b.ws->runs().get(be);
   CHECK(v.status_message == "preempted by CRITICAL run " + crit + "; stopping every node");
-  CHECK(b.ws->get(crit).status_message.find("stopping BEST_EFFORT runs for it") != std::string::npos);
-  CHECK(b.ws->get(crit).queue_position == 1);  // before the NORMAL run submitted earlier
+  CHECK(b.ws->runs().get(crit).status_message.find("stopping BEST_EFFORT runs for it") != std::string::npos);
+  CHECK(b.ws->runs().get(crit).queue_position == 1);  // before the NORMAL run submitted earlier
   b.report(be, 1, "FAILED", 143);  // the agents stop their commands
-  v = b.ws->get(be);
+  v = b.ws->runs().get(be);
   CHECK(v.attempts.at(0).state == "PREEMPTED");
   CHECK(v.attempts.at(0).reason == "preempted by CRITICAL run " + crit);
   CHECK(v.state == "PENDING");
@@ -158,13 +158,13 @@ TEST_CASE("queue: a CRITICAL run preempts a BEST_EFFORT one, the preempted attem
   CHECK(v.status_message.rfind("attempt 1 preempted by CRITICAL run " + crit + "; queued: position 2 of 2", 0) == 0);
   b.finish(crit);
   CHECK(b.started(normal));  // NORMAL before BEST_EFFORT, whatever their submit times
-  CHECK(b.ws->get(be).current_attempt == 1);
+  CHECK(b.ws->runs().get(be).current_attempt == 1);
   b.finish(normal);
-  v = b.ws->get(be);
+  v = b.ws->runs().get(be);
   REQUIRE(v.current_attempt == 2);  // max_retries 0, yet a second attempt: preemption is not a failure
   b.report(be, 2, "RUNNING");
   b.finish(be);
-  CHECK(b.ws->get(be).state == "SUCCEEDED");
+  CHECK(b.ws->runs().get(be).state == "SUCCEEDED");
 }
 
 TEST_CASE("queue: pools split the machine, an unknown pool is refused, a run too big for its pool too") {
@@ -175,10 +175,10 @@ TEST_CASE("queue: pools split the machine, an unknown pool is refused, a run too
   REQUIRE(b.rec.started.size() == 2);
   CHECK(b.rec.started[0].gpus == "6");  // dev takes the GPUs after train's six
   CHECK(b.rec.started[1].gpus == "7");
-  CHECK(b.ws->get(d3).status_message.rfind("queued: position 1 of 1 in pool 'dev', waiting for 1 GPU", 0) == 0);
+  CHECK(b.ws->runs().get(d3).status_message.rfind("queued: position 1 of 1 in pool 'dev', waiting for 1 GPU", 0) == 0);
   std::string t = b.submit(1);  // no pool_id: the first pool, train (there is no pool named default)
   CHECK(b.rec.started.back().gpus == "0");
-  CHECK(b.ws->get(t).pool_id == "train");
+  CHECK(b.ws->runs().get(t).pool_id == "train");
   CHECK_THROWS_WITH(b.submit(1, "", "prod"), "compute.pool_id 'prod' is not a pool of this workspace (pools: train, dev)");
   CHECK_THROWS_WITH(b.submit(8, "", "dev"), "8 x GPU_8xH100 needs 8 GPUs on 1 node(s), but pool 'dev' has 2");
   b.finish(d1);

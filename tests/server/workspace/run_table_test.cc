@@ -80,3 +80,26 @@ TEST_CASE("run table: lookups, the 404 of an unknown run, and idempotency keys")
   CHECK(t.by_idempotency_key("key-1")->info.run_id == "r1");
   CHECK(t.by_idempotency_key("key-2") == nullptr);
 }
+
+TEST_CASE("run table: states are written through set_state, and a preempted attempt leaves its run active") {
+  RunTable t;
+  RunRecord& r = t.add(run("p", "PENDING"));
+  set_state(r.info, air::RunState::kRunning);
+  CHECK(r.info.state == "RUNNING");
+  air::api::AttemptInfo a;
+  set_state(a, air::RunState::kPreempted);
+  CHECK(a.state == "PREEMPTED");
+  CHECK(over(a));
+  r.info.attempts.push_back(a);
+  set_state(r.info, air::RunState::kPending);  // queued again for its next attempt
+  CHECK_FALSE(over(r.info));
+  CHECK(t.prune_active().size() == 1);
+  for (air::RunState s : {air::RunState::kSucceeded, air::RunState::kFailed, air::RunState::kCanceled,
+                          air::RunState::kTimedOut}) {
+    set_state(r.info, s);
+    CHECK(state_of(r.info) == s);
+    CHECK(over(r.info));
+  }
+  CHECK(t.prune_active().empty());
+  CHECK(t.active_ids().empty());
+}

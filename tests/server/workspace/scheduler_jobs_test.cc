@@ -83,7 +83,7 @@ struct Fixture {
     req.workload_yaml = "experiment_name: t\ncompute:\n  accelerator_type: " + type +
                         "\n  num_accelerators: " + std::to_string(accels) + "\ncommand: echo hi\n" + extra;
     req.file_name = "t.yaml";
-    std::string id = ws->submit(req).run_id;
+    std::string id = ws->runs().submit(req).run_id;
     if (launch) ws->tick();
     return id;
   }
@@ -95,9 +95,9 @@ struct Fixture {
     air::api::NodeStatusReport r;
     r.state = state;
     r.exit_code = code;
-    ws->node_status(id, attempt, node, r);
+    ws->lifecycle().node_status(id, attempt, node, r);
   }
-  air::api::RunInfo get(const std::string& id) { return ws->get(id); }
+  air::api::RunInfo get(const std::string& id) { return ws->runs().get(id); }
 };
 
 }  // namespace
@@ -193,7 +193,7 @@ TEST_CASE("batch: cancel of a queued job scancels it and the run is CANCELED") {
   Fixture f;
   std::string id = f.submit();
   f.tick();
-  f.ws->cancel(id);
+  f.ws->runs().cancel(id);
   f.tick();  // scancel runs outside the lock
   CHECK(f.jobs.canceled.size() >= 1);
   CHECK(f.jobs.canceled[0] == "101");
@@ -233,7 +233,7 @@ TEST_CASE("batch: the submission runs from the tick, a cancel meanwhile scancels
   std::string id = f.submit("", "CPU_1xHOST", 2, false);
   CHECK(f.jobs.launched.empty());
   CHECK(f.get(id).status_message == "submitting the attempt to the batch system");
-  f.ws->cancel(id);
+  f.ws->runs().cancel(id);
   f.tick();  // sbatch returns job 101 for an attempt already being stopped
   REQUIRE(f.jobs.launched.size() == 1);
   CHECK(f.get(id).state == "CANCELED");

@@ -44,7 +44,7 @@ struct Fixture {
     req.workload_yaml = "experiment_name: my-exp\ncompute:\n  accelerator_type: CPU_1xHOST\n  num_accelerators: 1\n"
                         "command: echo hi\n" + extra;
     req.file_name = "t.yaml";
-    return ws->submit(req).run_id;
+    return ws->runs().submit(req).run_id;
   }
 };
 
@@ -86,11 +86,11 @@ TEST_CASE("services: the admin token manages secrets, a node token reads only it
 TEST_CASE("services: each attempt gets an MLflow run in its experiment and get shows the latest metrics") {
   Fixture f;
   std::string id = f.submit("");
-  auto run = f.ws->get(id);
+  auto run = f.ws->runs().get(id);
   REQUIRE(run.attempts.size() == 1);
   std::string mlflow_id = run.attempts[0].mlflow_run_id;
   REQUIRE_FALSE(mlflow_id.empty());
-  CHECK(f.ws->node_spec(id, 1, 0).mlflow_run_id == mlflow_id);
+  CHECK(f.ws->lifecycle().node_spec(id, 1, 0).mlflow_run_id == mlflow_id);
 
   // A node token logs through the MLflow API, as the command would with MLFLOW_TRACKING_TOKEN.
   Principal node{false, id, 1};
@@ -110,13 +110,13 @@ TEST_CASE("services: each attempt gets an MLflow run in its experiment and get s
   auto mrun = f.call(kAdmin, "GET", "/api/2.0/mlflow/runs/get?run_id=" + mlflow_id);
   CHECK(mrun.body["run"]["info"]["experiment_id"] == exp.body["experiment"]["experiment_id"]);
 
-  run = f.ws->get(id);
+  run = f.ws->runs().get(id);
   REQUIRE(run.attempts[0].metrics.size() == 1);
   CHECK(run.attempts[0].metrics[0].key == "loss");
   CHECK(run.attempts[0].metrics[0].value == 1.25);
   CHECK(run.attempts[0].metrics[0].step == 1);
   // The list view stays light.
-  CHECK(f.ws->list(0, true).runs[0].attempts[0].metrics.empty());
+  CHECK(f.ws->runs().list(0, true).runs[0].attempts[0].metrics.empty());
 
   // A restarted workspace still knows the attempt's MLflow run.
   f.ws.reset();
@@ -125,8 +125,8 @@ TEST_CASE("services: each attempt gets an MLflow run in its experiment and get s
   o.ticker = false;
   f.ws = std::make_unique<Workspace>(o, std::make_unique<NoBackend>());
   f.ws->start();
-  CHECK(f.ws->node_spec(id, 1, 0).mlflow_run_id == mlflow_id);
-  CHECK(f.ws->get(id).attempts[0].metrics.size() == 1);
+  CHECK(f.ws->lifecycle().node_spec(id, 1, 0).mlflow_run_id == mlflow_id);
+  CHECK(f.ws->runs().get(id).attempts[0].metrics.size() == 1);
 }
 
 TEST_CASE("services: a value put through the API is not in the database files or the spec") {
@@ -137,8 +137,8 @@ TEST_CASE("services: a value put through the API is not in the database files or
                  nlohmann::json{{"scope", "s"}, {"key", "k"}, {"string_value", value}}.dump())
               .status == 200);
   std::string id = f.submit("secrets:\n  TOKEN: s/k\n");
-  CHECK(nlohmann::json(f.ws->node_spec(id, 1, 0)).dump().find(value) == std::string::npos);
-  CHECK(nlohmann::json(f.ws->get(id)).dump().find(value) == std::string::npos);
+  CHECK(nlohmann::json(f.ws->lifecycle().node_spec(id, 1, 0)).dump().find(value) == std::string::npos);
+  CHECK(nlohmann::json(f.ws->runs().get(id)).dump().find(value) == std::string::npos);
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(f.dir.path())) {
     if (e.path().filename().string().rfind("workspace.db", 0) != 0) continue;
@@ -155,8 +155,8 @@ TEST_CASE("services: a value put through the API is not in the database files or
 TEST_CASE("services: a node token cannot reach another run's MLflow run through the query or run_uuid") {
   Fixture f;
   std::string mine = f.submit(""), theirs = f.submit("");
-  std::string my_mlflow = f.ws->get(mine).attempts[0].mlflow_run_id;
-  std::string their_mlflow = f.ws->get(theirs).attempts[0].mlflow_run_id;
+  std::string my_mlflow = f.ws->runs().get(mine).attempts[0].mlflow_run_id;
+  std::string their_mlflow = f.ws->runs().get(theirs).attempts[0].mlflow_run_id;
   Principal node{false, mine, 1};
   nlohmann::json metric = {{"key", "loss"}, {"value", 9.0}, {"timestamp", 1}, {"step", 0}};
   nlohmann::json body = {{"run_id", their_mlflow}, {"metrics", {metric}}};
@@ -164,7 +164,7 @@ TEST_CASE("services: a node token cannot reach another run's MLflow run through 
   CHECK(via_query.status == 403);
   nlohmann::json uuid = {{"run_id", ""}, {"run_uuid", their_mlflow}, {"metrics", {metric}}};
   CHECK(f.call(node, "POST", "/api/2.0/mlflow/runs/log-batch", uuid.dump()).status == 403);
-  CHECK(f.ws->get(theirs).attempts[0].metrics.empty());
+  CHECK(f.ws->runs().get(theirs).attempts[0].metrics.empty());
   CHECK(air::server::mlflow_run_named("/api/2.0/mlflow/runs/get?run_id=a", R"({"run_id": "b"})") == "b");
   CHECK(air::server::mlflow_run_named("/x?run_uuid=c", R"({"run_id": ""})") == "c");
   // Its own run still works, named either way.

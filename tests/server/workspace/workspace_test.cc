@@ -71,7 +71,7 @@ struct Fixture {
                         "\n  num_accelerators: " + std::to_string(accels) + "\ncommand: echo hi\n" + extra;
     req.file_name = "t.yaml";
     req.idempotency_key = key;
-    return ws->submit(req).run_id;
+    return ws->runs().submit(req).run_id;
   }
   std::string report(const std::string& id, int attempt, int node, const std::string& state,
                      std::optional<int> code = std::nullopt, std::string msg = "") {
@@ -81,9 +81,9 @@ struct Fixture {
     r.message = std::move(msg);
     r.pid = 4000 + node;
     if (state == "FAILED") r.last_lines = {"Traceback", "RuntimeError: boom"};
-    return ws->node_status(id, attempt, node, r).action;
+    return ws->lifecycle().node_status(id, attempt, node, r).action;
   }
-  air::api::RunInfo get(const std::string& id) { return ws->get(id); }
+  air::api::RunInfo get(const std::string& id) { return ws->runs().get(id); }
 };
 
 }  // namespace
@@ -112,7 +112,7 @@ TEST_CASE("workspace: a 2-node run starts one agent per node and succeeds when b
   CHECK(r.attempts.size() == 1);
   CHECK(r.ended_at_ms == f.clock);
   CHECK_FALSE(f.ws->auth().authenticate(f.rec.started[0].token));  // the attempt's token was revoked
-  auto spec = f.ws->node_spec(id, 1, 1);
+  auto spec = f.ws->lifecycle().node_spec(id, 1, 1);
   CHECK(spec.num_nodes == 2);
   CHECK(spec.node_rank == 1);
   CHECK(spec.command == "echo hi");
@@ -152,7 +152,7 @@ TEST_CASE("workspace: cancel stops every node, agents that do not exit within th
   std::string id = f.submit();
   f.report(id, 1, 0, "RUNNING");
   f.report(id, 1, 1, "RUNNING");
-  auto c = f.ws->cancel(id);
+  auto c = f.ws->runs().cancel(id);
   CHECK_FALSE(c.already_terminal);
   CHECK(f.report(id, 1, 0, "RUNNING") == "stop");
   f.report(id, 1, 0, "FAILED", 143, "stopped by workspace");
@@ -165,7 +165,7 @@ TEST_CASE("workspace: cancel stops every node, agents that do not exit within th
   CHECK(r.state == "CANCELED");
   CHECK(r.attempts[0].nodes[1].state == "LOST");
   CHECK(std::find(f.rec.killed.begin(), f.rec.killed.end(), 1002) != f.rec.killed.end());
-  CHECK(f.ws->cancel(id).already_terminal);
+  CHECK(f.ws->runs().cancel(id).already_terminal);
 }
 
 TEST_CASE("workspace: a run past timeout_minutes ends TIMED_OUT") {
@@ -218,8 +218,8 @@ TEST_CASE("workspace: the stall watchdog counts log lines and metrics as progres
     f.clock += 40'000;
     f.report(id, 1, 0, "RUNNING");
     f.report(id, 1, 1, "RUNNING");
-    f.ws->append_log(id, 1, 0, 100 * static_cast<uint64_t>(i), std::string(99, 'x') + "\n");
-    f.ws->note_metrics(id, 1);
+    f.ws->lifecycle().append_log(id, 1, 0, 100 * static_cast<uint64_t>(i), std::string(99, 'x') + "\n");
+    f.ws->lifecycle().note_metrics(id, 1);
     f.ws->tick();
     REQUIRE(f.get(id).state == "RUNNING");
   }
@@ -228,7 +228,7 @@ TEST_CASE("workspace: the stall watchdog counts log lines and metrics as progres
     f.clock += 35'000;
     f.report(id, 1, 0, "RUNNING");
     f.report(id, 1, 1, "RUNNING");
-    f.ws->append_log(id, 1, 0, 100 * static_cast<uint64_t>(i), std::string(99, 'x') + "\n");
+    f.ws->lifecycle().append_log(id, 1, 0, 100 * static_cast<uint64_t>(i), std::string(99, 'x') + "\n");
     f.ws->tick();
   }
   auto r = f.get(id);
@@ -279,7 +279,7 @@ TEST_CASE("workspace: the same idempotency key gives the same run") {
   CHECK(a == b);
   CHECK(c == d);
   CHECK(a != c);
-  CHECK(f.ws->list(0, true).runs.size() == 2);
+  CHECK(f.ws->runs().list(0, true).runs.size() == 2);
 }
 
 TEST_CASE("workspace: an idempotency key still gives the same run after a workspace restart") {
@@ -290,7 +290,7 @@ TEST_CASE("workspace: an idempotency key still gives the same run after a worksp
   CHECK(f.submit("", "retry-after-network-error") == a);
   CHECK(f.submit("idempotency_token: tok\n") == c);
   CHECK(f.submit("", "another-key") != a);
-  CHECK(f.ws->list(0, true).runs.size() == 3);
+  CHECK(f.ws->runs().list(0, true).runs.size() == 3);
 }
 
 TEST_CASE("workspace: submit re-validates, returns located diagnostics and refuses missing secrets") {
@@ -299,7 +299,7 @@ TEST_CASE("workspace: submit re-validates, returns located diagnostics and refus
   req.workload_yaml = "experiment_name: t\ncompute:\n  acelerator_type: CPU_1xHOST\n  num_accelerators: 2\ncommand: x\n";
   req.file_name = "t.yaml";
   try {
-    f.ws->submit(req);
+    f.ws->runs().submit(req);
     FAIL("expected an error");
   } catch (const HttpError& e) {
     CHECK(e.status == 400);
@@ -320,13 +320,13 @@ TEST_CASE("workspace: submit re-validates, returns located diagnostics and refus
     CHECK(e.diagnostics[1].hint ==
           "create it: air secrets put-secret other k2  (the value is read from stdin or a hidden prompt)");
   }
-  CHECK(f.ws->list(0, true).runs.empty());
+  CHECK(f.ws->runs().list(0, true).runs.empty());
   f.ws->services().secrets().create_scope("scope");
   f.ws->services().secrets().put_secret("scope", "key", "v4lue-1", false);
   f.ws->services().secrets().create_scope("other");
   f.ws->services().secrets().put_secret("other", "k2", "v4lue-2", false);
   std::string id = f.submit(secrets);
-  auto spec = f.ws->node_spec(id, 1, 0);
+  auto spec = f.ws->lifecycle().node_spec(id, 1, 0);
   REQUIRE(spec.secrets.size() == 2);
   CHECK(spec.secrets[0].name == "HF_TOKEN");
   CHECK(spec.secrets[0].scope == "scope");

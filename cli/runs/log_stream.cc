@@ -1,10 +1,10 @@
 // Log polling against GET .../logs and line rendering with fatal-pattern alerts.
-#include "cli/log_stream.h"
+#include "cli/runs/log_stream.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/remote.h"
+#include "cli/format.h"
 #include "core/logs/line.h"
 #include "core/wire/api.h"
 

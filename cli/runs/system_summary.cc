@@ -1,11 +1,11 @@
 // The system summary and alerts of `air get run` (see cli/system_summary.h).
-#include "cli/system_summary.h"
+#include "cli/runs/system_summary.h"
 
 #include <fmt/format.h>
 
 #include <regex>
 
-#include "cli/remote.h"
+#include "cli/format.h"
 
 namespace air::cli {
 

@@ -1,20 +1,22 @@
-// The workspace's log endpoints: a node appends numbered chunks (idempotent by offset), readers read by
-// offset or tail and follow a running attempt (long poll). Stored by server/store/logs.{h,cc}.
+// The attempt lifecycle's log routes: a node appends numbered chunks (idempotent by offset), readers read by
+// offset or tail (a follower's long poll is the HTTP server's deferred response: server/api/nodes.cc).
+// Stored by server/store/logs.{h,cc}.
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "core/wire/run_state.h"
-#include "server/workspace/workspace.h"
+#include "server/workspace/lifecycle.h"
+#include "server/workspace/errors.h"
 
 namespace air::server {
 
-AppendResult Workspace::append_log(const std::string& id, int attempt, int node, uint64_t offset,
+AppendResult Lifecycle::append_log(const std::string& id, int attempt, int node, uint64_t offset,
                                    std::string_view data) {
   {
-    std::lock_guard<std::mutex> g(mu_);
-    check_node(find(id), attempt, node);
+    std::lock_guard<std::mutex> g(runs_.mu());
+    check_node(runs_.find(id), attempt, node);
     if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
   }
   try {
@@ -30,8 +32,8 @@ AppendResult Workspace::append_log(const std::string& id, int attempt, int node,
   }
 }
 
-void Workspace::note_metrics(const std::string& id, int attempt) {
-  std::lock_guard<std::mutex> g(mu_);
+void Lifecycle::note_metrics(const std::string& id, int attempt) {
+  std::lock_guard<std::mutex> g(runs_.mu());
   const RunRecord* r = runs_.get(id);
   if (r == nullptr) return;
   for (const auto& a : r->info.attempts)
@@ -39,11 +41,11 @@ void Workspace::note_metrics(const std::string& id, int attempt) {
       for (const auto& n : a.nodes) runtime_[{id, attempt, n.rank}].last_output_ms = now();
 }
 
-LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
-                            std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait) {
+LogRead Lifecycle::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
+                            std::optional<uint64_t> tail_lines, uint64_t max_bytes) {
   auto ended = [&] {
-    std::lock_guard<std::mutex> g(mu_);
-    const RunRecord& r = find(id);
+    std::lock_guard<std::mutex> g(runs_.mu());
+    const RunRecord& r = runs_.find(id);
     check_node(r, attempt, node);
     for (const auto& a : r.info.attempts)
       if (a.number == attempt) return over(a) || over(r.info);
@@ -53,7 +55,8 @@ LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::o
   LogKey key{id, attempt, node};
   uint64_t from = offset ? *offset : tail_lines ? logs_.tail_offset(key, *tail_lines) : 0;
   LogRead out;
-  out.chunk = logs_.read(key, from, max_bytes, done ? std::chrono::milliseconds(0) : wait);
+  out.chunk = logs_.read(key, from, max_bytes);
+  out.path = logs_.path(key);
   // "done" is decided before the data is read, so a reader that sees done and reaches the end has it all.
   out.done = done;
   return out;

@@ -1,6 +1,6 @@
 // `air secrets` subcommands over SecretsClient. Values only travel from the user to the workspace: they
 // are read from a hidden prompt, stdin or --string-value, sent, and wiped; nothing here prints one.
-#include "cli/secrets.h"
+#include "cli/secrets/secrets.h"
 
 #include <openssl/crypto.h>
 #include <termios.h>

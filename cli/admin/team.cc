@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.h"
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/codec.h"

@@ -7,8 +7,9 @@
 #include <fstream>
 #include <thread>
 
-#include "cli/log_stream.h"
+#include "cli/runs/log_stream.h"
 #include "cli/output.h"
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "cli/output.h"

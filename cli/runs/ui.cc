@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"

@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 
 #include "cli/output.h"
+#include "cli/format.h"
 #include "cli/remote.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"

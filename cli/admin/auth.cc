@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "cli/output.h"
-#include "cli/secrets.h"
+#include "cli/secrets/secrets.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"
 #include "core/client/config.h"

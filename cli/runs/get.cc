@@ -6,8 +6,9 @@
 #include <cmath>
 
 #include "cli/output.h"
+#include "cli/format.h"
 #include "cli/remote.h"
-#include "cli/system_summary.h"
+#include "cli/runs/system_summary.h"
 #include "cli/verbs.h"
 #include "core/base/error.h"
 #include "core/base/codec.h"

@@ -1,0 +1,17 @@
+// The snapshot routes: GET and PUT /api/air/v1/snapshots/{sha256} (code snapshots, streamed both ways).
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace air::server {
+
+namespace http { class Server; }
+class Auth;
+class Snapshots;
+
+// Takes only Auth (who is calling) and Snapshots (server/workspace/snapshots.h: the blob store, uploaders and
+// who may read one); max_bytes: the largest upload; now_ms: the clock an upload is recorded at.
+void install_snapshot_routes(http::Server& srv, const Auth& auth, Snapshots& snapshots, uint64_t max_bytes,
+                             std::function<int64_t()> now_ms);
+
+}  // namespace air::server
