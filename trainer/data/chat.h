@@ -18,9 +18,12 @@
 // B = render(messages[:i+1]); the turn is [len(A), len(B)) of the full rendering F. This assumes that the
 // template renders a conversation's start the same whatever follows (F starts with A, and with B). Where a
 // template rewrites a turn once more follows (Qwen3 drops the <think> block of assistant turns before the
-// last user message), B is not a prefix of F: the turn then ends after the text B writes after the
-// message's content (its end-of-turn marker, e.g. "<|im_end|>"), searched in F after that content. When F
-// does not start with A, the record is an error (the template cannot be split into turns).
+// last user message; Phi-3 ends a conversation with eos_token), B is not a prefix of F: the turn then ends
+// after the text B writes after the message's content as far as F writes it too (its end-of-turn marker,
+// e.g. "<|im_end|>", cut back to a '>' or whitespace where B goes on otherwise). When F does not start with A
+// (Mistral's templates put the system message into the user turn only when it is the last message), the
+// content is located by difference against renderings with a marker for it, and the turn starts where B's
+// text after A's puts it; when that fails too, the record is an error (the template cannot be split).
 #pragma once
 #include <memory>
 #include <optional>
