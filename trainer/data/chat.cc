@@ -59,9 +59,6 @@ std::string trimmed(const std::string& s) {
   return s.substr(a, b - a);
 }
 
-nlohmann::json prefix(const nlohmann::json& messages, size_t n) {
-  return nlohmann::json(std::vector<nlohmann::json>(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n)));
-}
 
 size_t common_prefix(const std::string& a, size_t ai, const std::string& b, size_t bi) {
   size_t n = 0;
@@ -127,8 +124,8 @@ size_t align_end(const std::string& before, const std::string& upto, size_t limi
 // The span of assistant message i in the full rendering `full` (chat.h). The usual way, by prefix renderings:
 // A = messages[:i] with the generation prompt, B = messages[:i+1]; the turn is [len(A), len(B)).
 std::pair<size_t, size_t> turn_by_prefixes(const ChatTemplate& t, const Record& r, size_t i, const std::string& full) {
-  const std::string before = t.render(prefix(r.messages, i), r.tools, true, r.where).text;
-  const std::string upto = t.render(prefix(r.messages, i + 1), r.tools, false, r.where).text;
+  const std::string before = t.render(r.messages, i, r.tools, true, r.where).text;
+  const std::string upto = t.render(r.messages, i + 1, r.tools, false, r.where).text;
   auto fail = [&](const std::string& what) {
     return RecordError(r.where, "cannot find " + what + " of assistant message " + std::to_string(i) +
                                     " in the rendering: the chat template renders the conversation differently when "
@@ -143,7 +140,7 @@ std::pair<size_t, size_t> turn_by_prefixes(const ChatTemplate& t, const Record& 
     // (in F and in B), and what B writes between the end of A's text and the content (Mistral v3's space).
     const nlohmann::json marked = with_marked_content(r.messages, i);
     in_full = content_by_difference(full, t.render(marked, r.tools, false, r.where).text);
-    in_upto = content_by_difference(upto, t.render(prefix(marked, i + 1), r.tools, false, r.where).text);
+    in_upto = content_by_difference(upto, t.render(marked, i + 1, r.tools, false, r.where).text);
     if (!in_full || !in_upto) throw fail("the content");
     const size_t p = align_end(before, upto, in_upto->first);
     if (p == std::string::npos) throw fail("the start");
@@ -275,17 +272,16 @@ std::string ChatTemplate::date_pin() const {
 
 bool ChatTemplate::has_generation_blocks() const { return default_ && default_->has_generation_blocks(); }
 
-ChatTemplate::Rendering ChatTemplate::render(const nlohmann::json& messages, const nlohmann::json& tools,
+ChatTemplate::Rendering ChatTemplate::render(const nlohmann::json& messages, size_t count, const nlohmann::json& tools,
                                              bool add_generation_prompt, const std::string& where) const {
   nlohmann::json ctx = vars_;
-  ctx["messages"] = messages;
   if (!tools.is_null()) ctx["tools"] = tools;
   ctx["add_generation_prompt"] = add_generation_prompt;
   const jinja::Template& t = !tools.is_null() && tool_use_ ? *tool_use_ : *default_;
   jinja::RenderOptions o;
   o.date = date_;
   try {
-    jinja::Rendered out = t.render(ctx, o);
+    jinja::Rendered out = t.render(ctx, messages, count, o);
     return {std::move(out.text), std::move(out.generation_spans)};
   } catch (const jinja::Error& e) {
     if (e.kind == jinja::Error::Kind::kRaised) throw RecordError(where, std::string("the chat template raised: ") + e.what());

@@ -62,9 +62,14 @@ class ChatTemplate {
     std::string text;
     std::vector<std::pair<size_t, size_t>> generation_spans;
   };
-  // Renders; throws RecordError (at `where`) when the template raises or fails on this record.
-  Rendering render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
+  // Renders the first `count` of `messages` (read in place, not copied); throws RecordError (at `where`) when
+  // the template raises or fails on this record.
+  Rendering render(const nlohmann::json& messages, size_t count, const nlohmann::json& tools, bool add_generation_prompt,
                    const std::string& where) const;
+  Rendering render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
+                   const std::string& where) const {
+    return render(messages, messages.size(), tools, add_generation_prompt, where);
+  }
 
   const std::string& origin() const { return origin_; }  // "tokenizer_config.json", a file's path, ...
   const std::string& source() const { return source_; }  // the default template's text (for cache keys)
