@@ -59,7 +59,6 @@ std::string trimmed(const std::string& s) {
   return s.substr(a, b - a);
 }
 
-
 size_t common_prefix(const std::string& a, size_t ai, const std::string& b, size_t bi) {
   size_t n = 0;
   while (ai + n < a.size() && bi + n < b.size() && a[ai + n] == b[bi + n]) ++n;
