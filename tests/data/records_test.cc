@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "core/base/error.h"
 #include "trainer/data/records.h"
@@ -166,4 +167,32 @@ TEST_CASE("a .json list is read element by element: the same records, located er
   ReadResult r = read_records(bad, skip);
   CHECK(r.records.size() == 2);
   CHECK(r.skipped == 2);
+}
+
+TEST_CASE("a .json list cut anywhere or with a byte changed is an error or records, never a crash or half a list") {
+  const std::string list = "[{\"messages\": [{\"role\": \"user\", \"content\": \"a [b] {c} \\\"d\\\\\"}, "
+                           "{\"role\": \"assistant\", \"content\": \"e,f\"}]},\n {\"text\": \"g\"}, \"h\", 12, [1, [2]]]\n";
+  ReadOptions skip;
+  skip.skip_bad = true;
+  const size_t end = list.rfind(']') + 1;
+  for (size_t cut = 0; cut < end; ++cut) {
+    INFO("cut at " << cut);
+    const std::string path = write_tmp("cut.json", list.substr(0, cut));
+    CHECK_THROWS_AS(read_records(path, skip), air::Error);  // the list never closes: the whole file is refused
+  }
+  // Whole: the first record settles the format (messages); the other four are bad records, skipped.
+  ReadResult whole = read_records(write_tmp("cut.json", list.substr(0, end)), skip);
+  CHECK(whole.records.size() == 1);
+  CHECK(whole.skipped == 4);
+  std::mt19937 rng(3);
+  const std::string bytes = "[]{},\"\\: x\n";
+  for (int k = 0; k < 400; ++k) {
+    std::string s = list;
+    s[rng() % s.size()] = bytes[rng() % bytes.size()];
+    try {
+      ReadResult r = read_records(write_tmp("flip.json", s), skip);
+      for (const Record& rec : r.records) CHECK(!rec.where.empty());
+    } catch (const air::Error&) {
+    }
+  }
 }
