@@ -138,8 +138,11 @@ TEST_CASE("a .json list is read element by element: the same records, located er
     lines += rec + "\n";
   }
   list += "\n]\n";
-  ReadResult a = read_records(write_tmp("big.json", list), {});
-  ReadResult b = read_records(write_tmp("big.jsonl", lines), {});
+  const std::string big_json = write_tmp("big.json", list), big_jsonl = write_tmp("big.jsonl", lines);
+  ReadResult a = read_records(big_json, {});
+  ReadResult b = read_records(big_jsonl, {});
+  fs::remove(big_json);
+  fs::remove(big_jsonl);
   REQUIRE(a.records.size() == 40000);
   REQUIRE(b.records.size() == 40000);
   CHECK(a.format == DataFormat::kMessages);
