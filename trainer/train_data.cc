@@ -164,8 +164,8 @@ std::vector<MicroBatch> eval_batches(const ExampleSet& eval, const DataOptions& 
 }
 
 EvalResult evaluate(Engine& engine, const std::vector<MicroBatch>& batches, const at::Device& device) {
-  // The forward alone (Engine::forward_loss: no backward in the FSDP engine; the others run their one pass
-  // with a zero loss scale, whose zero gradients are cleared after).
+  // The forward alone (Engine::forward_loss: no backward in the FSDP and LoRA engines; an engine without its
+  // own runs its one pass with a zero loss scale, whose zero gradients are cleared after).
   double local_sum = 0, local_count = 0;
   engine.zero_grad();
   for (const auto& mb : batches) {

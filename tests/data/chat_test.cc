@@ -129,6 +129,42 @@ TEST_CASE("{% generation %} blocks give the spans where a template has them") {
   CHECK(span_texts(render_conversation(t, r, TrainOn::kLastAssistant)) == std::vector<std::string>{std::string("d") + kEos});
 }
 
+TEST_CASE("templates that render earlier turns differently once more follows: the turns are still found") {
+  // In Mistral's shape: the system message joins the user turn only when that is the last message (so A, which
+  // ends with a user turn, has it where the whole conversation has not), and a space before each answer.
+  const char* mistral =
+      "{% if messages[0]['role'] == 'system' %}{% set sys = messages[0]['content'] %}{% set rest = messages[1:] %}"
+      "{% else %}{% set rest = messages %}{% endif %}{{ bos_token }}{% for m in rest %}{% if m['role'] == 'user' %}"
+      "{% if loop.last and sys is defined %}{{ '[INST] ' + sys + '\\n\\n' + m['content'] + '[/INST]' }}{% else %}"
+      "{{ '[INST] ' + m['content'] + '[/INST]' }}{% endif %}{% else %}{{ ' ' + m['content'] + eos_token }}{% endif %}"
+      "{% endfor %}";
+  ChatTemplate t = ChatTemplate::from_source(mistral, "mistral-shape", specials(), std::nullopt);
+  Record r = conversation({msg("system", "Be brief."), msg("user", "2+2?"), msg("assistant", "4"), msg("user", "3+3?"),
+                           msg("assistant", "4 and 2")});
+  RenderedRecord rr = render_conversation(t, r, TrainOn::kAssistant);
+  CHECK(rr.text == std::string(kBos) + "[INST] 2+2?[/INST] 4" + kEos + "[INST] 3+3?[/INST] 4 and 2" + kEos);
+  CHECK(span_texts(rr) == std::vector<std::string>{std::string(" 4") + kEos, std::string(" 4 and 2") + kEos});
+
+  // In Phi-3's shape: the conversation ends with eos_token unless a generation prompt follows, so B (ending at
+  // this answer) is not a prefix of the whole, which goes on with the next turn's header.
+  const char* phi =
+      "{% for m in messages %}{{ '<|' + m['role'] + '|>\\n' + m['content'] + '<|end|>\\n' }}{% endfor %}"
+      "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}";
+  ChatTemplate p = ChatTemplate::from_source(phi, "phi-shape", specials(), std::nullopt);
+  Record q = conversation({msg("user", "a"), msg("assistant", "b\n"), msg("user", "c"), msg("assistant", "")});
+  RenderedRecord pr = render_conversation(p, q, TrainOn::kAssistant);
+  CHECK(span_texts(pr) == std::vector<std::string>{"b\n<|end|>", std::string("<|end|>\n") + kEos});
+  // A template that writes nothing of an earlier answer's end where the whole conversation goes on is an error.
+  ChatTemplate bad = ChatTemplate::from_source(
+      "{% for m in messages %}{% if loop.last and m['role'] == 'assistant' %}{{ m['content'] + '<|fin|>' }}{% else %}"
+      "{{ m['content'] + '|' }}{% endif %}"
+      "{% endfor %}",
+      "bad", specials(), std::nullopt);
+  CHECK_THROWS_WITH(render_conversation(bad, conversation({msg("user", "a"), msg("assistant", "b"), msg("user", "c")}),
+                                        TrainOn::kAssistant),
+                    Catch::Contains("cannot find the end of assistant message 1"));
+}
+
 TEST_CASE("prompt / completion with a template: one user and one assistant turn, the completion trained") {
   ChatTemplate t = ChatTemplate::from_source(kTemplate, "test-template", specials(), std::nullopt);
   TextEncoder enc = encoder();

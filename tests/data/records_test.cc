@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "core/base/error.h"
 #include "trainer/data/records.h"
@@ -125,4 +126,76 @@ TEST_CASE("alpaca records read as before - max_records stops early") {
   REQUIRE(r.records.size() == 1);
   CHECK(r.records[0].alpaca.input == "2 and 3");
   CHECK(read_records(path, {}).records[1].alpaca.input.empty());
+}
+
+TEST_CASE("a .json list is read element by element: the same records, located errors, bad records as in JSON Lines") {
+  // Strings with brackets, braces, commas, escaped quotes and backslashes must not end an element early.
+  std::string list = "[\n", lines;
+  for (int i = 0; i < 40000; ++i) {  // more than one chunk (16,384 records)
+    std::string rec = R"({"messages": [{"role": "user", "content": "q)" + std::to_string(i) +
+                      R"( ]}{[,\" \\"}, {"role": "assistant", "content": "a\n"}]})";
+    list += (i ? ",\n  " : "  ") + rec;
+    lines += rec + "\n";
+  }
+  list += "\n]\n";
+  const std::string big_json = write_tmp("big.json", list), big_jsonl = write_tmp("big.jsonl", lines);
+  ReadResult a = read_records(big_json, {});
+  ReadResult b = read_records(big_jsonl, {});
+  fs::remove(big_json);
+  fs::remove(big_jsonl);
+  REQUIRE(a.records.size() == 40000);
+  REQUIRE(b.records.size() == 40000);
+  CHECK(a.format == DataFormat::kMessages);
+  for (size_t i : {size_t{0}, size_t{16383}, size_t{16384}, size_t{39999}}) CHECK(a.records[i].messages == b.records[i].messages);
+  CHECK(a.records[39999].messages[0]["content"] == "q39999 ]}{[,\" \\");
+  CHECK(a.records[16384].where.size() > 0);
+  CHECK(a.records[16384].where.substr(a.records[16384].where.size() - 14) == ": record 16384");
+
+  // The file's structure: errors naming the line.
+  CHECK_THAT(error_of(write_tmp("obj.json", R"({"messages": []})")),
+             Catch::Contains("obj.json:1: not valid JSON: expected a list of records ('['), found '{'"));
+  CHECK_THAT(error_of(write_tmp("trunc.json", "[\n{\"text\": \"a\"},\n{\"text\": \"b")),
+             Catch::Contains("trunc.json:3: not valid JSON: the file ends inside record 1 (a truncated file?)"));
+  CHECK_THAT(error_of(write_tmp("open.json", "[{\"text\": \"a\"}\n")), Catch::Contains("the list ends without ']' after record 0"));
+  CHECK_THAT(error_of(write_tmp("comma.json", "[{\"text\": \"a\"},\n]")), Catch::Contains("comma.json:2: not valid JSON: a ',' before the closing ']'"));
+  CHECK_THAT(error_of(write_tmp("sep.json", "[{\"text\": \"a\"} {\"text\": \"b\"}]")), Catch::Contains("expected ',' or ']' after record 0, found '{'"));
+  CHECK_THAT(error_of(write_tmp("after.json", "[{\"text\": \"a\"}] x")), Catch::Contains("text after the list of records"));
+  CHECK_THAT(error_of(write_tmp("empty.json", "  \n")), Catch::Contains("the file is empty"));
+  CHECK(read_records(write_tmp("none.json", " [ ] "), {}).records.empty());
+  // A record that is not valid JSON (its brackets balanced) is a bad record, as a bad JSON Lines line is.
+  const std::string bad = write_tmp("bad.json", "[{\"text\": \"a\"}, {\"text\": }, {\"text\": \"c\"}, 7]");
+  CHECK_THAT(error_of(bad), Catch::Contains(bad + ": record 1: not valid JSON"));
+  ReadOptions skip;
+  skip.skip_bad = true;
+  ReadResult r = read_records(bad, skip);
+  CHECK(r.records.size() == 2);
+  CHECK(r.skipped == 2);
+}
+
+TEST_CASE("a .json list cut anywhere or with a byte changed is an error or records, never a crash or half a list") {
+  const std::string list = "[{\"messages\": [{\"role\": \"user\", \"content\": \"a [b] {c} \\\"d\\\\\"}, "
+                           "{\"role\": \"assistant\", \"content\": \"e,f\"}]},\n {\"text\": \"g\"}, \"h\", 12, [1, [2]]]\n";
+  ReadOptions skip;
+  skip.skip_bad = true;
+  const size_t end = list.rfind(']') + 1;
+  for (size_t cut = 0; cut < end; ++cut) {
+    INFO("cut at " << cut);
+    const std::string path = write_tmp("cut.json", list.substr(0, cut));
+    CHECK_THROWS_AS(read_records(path, skip), air::Error);  // the list never closes: the whole file is refused
+  }
+  // Whole: the first record settles the format (messages); the other four are bad records, skipped.
+  ReadResult whole = read_records(write_tmp("cut.json", list.substr(0, end)), skip);
+  CHECK(whole.records.size() == 1);
+  CHECK(whole.skipped == 4);
+  std::mt19937 rng(3);
+  const std::string bytes = "[]{},\"\\: x\n";
+  for (int k = 0; k < 400; ++k) {
+    std::string s = list;
+    s[rng() % s.size()] = bytes[rng() % bytes.size()];
+    try {
+      ReadResult r = read_records(write_tmp("flip.json", s), skip);
+      for (const Record& rec : r.records) CHECK(!rec.where.empty());
+    } catch (const air::Error&) {
+    }
+  }
 }

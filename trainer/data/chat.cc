@@ -59,39 +59,114 @@ std::string trimmed(const std::string& s) {
   return s.substr(a, b - a);
 }
 
-nlohmann::json prefix(const nlohmann::json& messages, size_t n) {
-  return nlohmann::json(std::vector<nlohmann::json>(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n)));
+size_t common_prefix(const std::string& a, size_t ai, const std::string& b, size_t bi) {
+  size_t n = 0;
+  while (ai + n < a.size() && bi + n < b.size() && a[ai + n] == b[bi + n]) ++n;
+  return n;
+}
+size_t common_suffix(const std::string& a, const std::string& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[a.size() - 1 - n] == b[b.size() - 1 - n]) ++n;
+  return n;
 }
 
-// The span of assistant message i in the full rendering `full` by prefix rendering (chat.h).
+// How much of what the template writes after the turn's content in `upto` (from `upto_at`) it also writes in
+// `full` (from `full_at`): the end-of-turn marker. Where `upto` goes on with text that `full` does not have
+// (Phi-3 ends a conversation with eos_token, and a longer one with the next message's "<|user|>"), the common
+// part is cut back to its last '>' or whitespace, so that "<|end|>\n<|" ends at "<|end|>". npos when `upto`
+// writes something after the content and none of it is in `full`.
+size_t end_of_turn_marker(const std::string& upto, size_t upto_at, const std::string& full, size_t full_at) {
+  size_t n = common_prefix(upto, upto_at, full, full_at);
+  if (upto_at + n < upto.size()) {
+    while (n > 0 && upto[upto_at + n - 1] != '>' && !is_space(upto[upto_at + n - 1])) --n;
+    bool rest_blank = true;
+    for (size_t k = upto_at; k < upto.size(); ++k) rest_blank = rest_blank && is_space(upto[k]);
+    if (n == 0 && !rest_blank) return std::string::npos;
+  }
+  return n;
+}
+
+// Where message i's content lies in `rendering`: the rendering compared with one of the same messages
+// whose message i has a one-byte marker as its content (`marked`): the bytes before the first difference and
+// after the last are the template's own. [first, second) of `rendering`; nullopt when the two are the same
+// (the template does not write this message's content).
+std::optional<std::pair<size_t, size_t>> content_by_difference(const std::string& rendering, const std::string& marked) {
+  if (rendering == marked) return std::nullopt;
+  const size_t head = common_prefix(rendering, 0, marked, 0);
+  const size_t tail = std::min(common_suffix(rendering, marked), std::min(rendering.size(), marked.size()) - head);
+  return std::make_pair(head, rendering.size() - tail);
+}
+
+nlohmann::json with_marked_content(const nlohmann::json& messages, size_t i) {
+  nlohmann::json out = messages;
+  const std::string c = content_text(messages[i]);
+  // A byte the content neither starts nor ends with, so that the difference starts and ends exactly at it.
+  std::string marker(1, '\x01');
+  if (!c.empty() && (c.front() == '\x01' || c.back() == '\x01')) marker[0] = '\x02';
+  out[i]["content"] = marker;
+  return out;
+}
+
+// Where the rendering `before` (A) ends in `upto` (B) when the two differ earlier: the position p <= limit
+// (B's content start) at which B's text up to p and A have the longest common ending; the shortest head wins
+// a tie. npos when none shares a byte.
+size_t align_end(const std::string& before, const std::string& upto, size_t limit) {
+  size_t best = std::string::npos, best_len = 0;
+  for (size_t p = limit + 1; p-- > (limit > 256 ? limit - 256 : 0);) {
+    size_t n = 0;
+    while (n < p && n < before.size() && upto[p - 1 - n] == before[before.size() - 1 - n]) ++n;
+    if (n > best_len) best = p, best_len = n;
+  }
+  return best;
+}
+
+// The span of assistant message i in the full rendering `full` (chat.h). The usual way, by prefix renderings:
+// A = messages[:i] with the generation prompt, B = messages[:i+1]; the turn is [len(A), len(B)).
 std::pair<size_t, size_t> turn_by_prefixes(const ChatTemplate& t, const Record& r, size_t i, const std::string& full) {
-  const std::string before = t.render(prefix(r.messages, i), r.tools, true, r.where).text;
-  if (!starts_with(full, before))
-    throw RecordError(r.where, "cannot find assistant message " + std::to_string(i) +
-                                   " in the rendering: the chat template renders the conversation before it differently "
-                                   "when more follows (use a template with {% generation %} blocks, or train_on: all)");
-  const size_t start = before.size();
-  const std::string upto = t.render(prefix(r.messages, i + 1), r.tools, false, r.where).text;
+  const std::string before = t.render(r.messages, i, r.tools, true, r.where).text;
+  const std::string upto = t.render(r.messages, i + 1, r.tools, false, r.where).text;
+  auto fail = [&](const std::string& what) {
+    return RecordError(r.where, "cannot find " + what + " of assistant message " + std::to_string(i) +
+                                    " in the rendering: the chat template renders the conversation differently when "
+                                    "more follows (use a template with {% generation %} blocks, or train_on: all)");
+  };
+  size_t start = before.size();
+  std::optional<std::pair<size_t, size_t>> in_full, in_upto;  // the content, when located by difference
+  if (!starts_with(full, before)) {
+    // The template writes the conversation before this turn differently when more follows (Mistral's put the
+    // system message into the user turn that is last, so A has it there and F not). The turn is then found by
+    // where the template writes the message's content, which renderings with a marker for that content show
+    // (in F and in B), and what B writes between the end of A's text and the content (Mistral v3's space).
+    const nlohmann::json marked = with_marked_content(r.messages, i);
+    in_full = content_by_difference(full, t.render(marked, r.tools, false, r.where).text);
+    in_upto = content_by_difference(upto, t.render(marked, i + 1, r.tools, false, r.where).text);
+    if (!in_full || !in_upto) throw fail("the content");
+    const size_t p = align_end(before, upto, in_upto->first);
+    if (p == std::string::npos) throw fail("the start");
+    const size_t head = in_upto->first - p;
+    if (in_full->first < head || full.compare(in_full->first - head, head, upto, p, head) != 0) throw fail("the start");
+    start = in_full->first - head;
+  }
   size_t end;
   if (starts_with(full, upto) && upto.size() >= start) {
     end = upto.size();
+  } else if (in_full) {
+    const size_t marker = end_of_turn_marker(upto, in_upto->second, full, in_full->second);
+    if (marker == std::string::npos) throw fail("the end");
+    end = in_full->second + marker;
   } else {
     // The template rewrites this turn once more follows: the turn ends after its end-of-turn marker, the text
-    // `upto` writes after the message's content, found in `full` after that content.
+    // `upto` writes after the message's content, as far as `full` writes it too after that content.
     // Reasoning templates (Qwen3 and the like) render only what follows "</think>" in earlier turns.
     std::string raw = content_text(r.messages[i]);
     if (size_t think = raw.rfind("</think>"); think != std::string::npos) raw = raw.substr(think + 8);
     const std::string content = trimmed(raw);
-    const std::string tail = upto.size() > start ? upto.substr(start) : "";
-    const size_t in_tail = content.empty() ? std::string::npos : tail.rfind(content);
-    const std::string marker = trimmed(in_tail == std::string::npos ? "" : tail.substr(in_tail + content.size()));
+    const size_t in_b = content.empty() ? start : upto.rfind(content);
     const size_t at = content.empty() ? start : full.find(content, start);
-    const size_t m = at == std::string::npos || marker.empty() ? std::string::npos : full.find(marker, at + content.size());
-    if (m == std::string::npos)
-      throw RecordError(r.where, "cannot find the end of assistant message " + std::to_string(i) +
-                                     " in the rendering (the chat template rewrites it when more follows); use a "
-                                     "template with {% generation %} blocks, or train_on: all");
-    end = m + marker.size();
+    if (in_b == std::string::npos || in_b < start || at == std::string::npos) throw fail("the content");
+    const size_t marker = end_of_turn_marker(upto, in_b + content.size(), full, at + content.size());
+    if (marker == std::string::npos || (marker == 0 && content.empty())) throw fail("the end");
+    end = at + content.size() + marker;
   }
   while (end > start && is_space(full[end - 1])) --end;
   return {start, end};
@@ -196,17 +271,16 @@ std::string ChatTemplate::date_pin() const {
 
 bool ChatTemplate::has_generation_blocks() const { return default_ && default_->has_generation_blocks(); }
 
-ChatTemplate::Rendering ChatTemplate::render(const nlohmann::json& messages, const nlohmann::json& tools,
+ChatTemplate::Rendering ChatTemplate::render(const nlohmann::json& messages, size_t count, const nlohmann::json& tools,
                                              bool add_generation_prompt, const std::string& where) const {
   nlohmann::json ctx = vars_;
-  ctx["messages"] = messages;
   if (!tools.is_null()) ctx["tools"] = tools;
   ctx["add_generation_prompt"] = add_generation_prompt;
   const jinja::Template& t = !tools.is_null() && tool_use_ ? *tool_use_ : *default_;
   jinja::RenderOptions o;
   o.date = date_;
   try {
-    jinja::Rendered out = t.render(ctx, o);
+    jinja::Rendered out = t.render(ctx, messages, count, o);
     return {std::move(out.text), std::move(out.generation_spans)};
   } catch (const jinja::Error& e) {
     if (e.kind == jinja::Error::Kind::kRaised) throw RecordError(where, std::string("the chat template raised: ") + e.what());

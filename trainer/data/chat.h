@@ -18,9 +18,12 @@
 // B = render(messages[:i+1]); the turn is [len(A), len(B)) of the full rendering F. This assumes that the
 // template renders a conversation's start the same whatever follows (F starts with A, and with B). Where a
 // template rewrites a turn once more follows (Qwen3 drops the <think> block of assistant turns before the
-// last user message), B is not a prefix of F: the turn then ends after the text B writes after the
-// message's content (its end-of-turn marker, e.g. "<|im_end|>"), searched in F after that content. When F
-// does not start with A, the record is an error (the template cannot be split into turns).
+// last user message; Phi-3 ends a conversation with eos_token), B is not a prefix of F: the turn then ends
+// after the text B writes after the message's content as far as F writes it too (its end-of-turn marker,
+// e.g. "<|im_end|>", cut back to a '>' or whitespace where B goes on otherwise). When F does not start with A
+// (Mistral's templates put the system message into the user turn only when it is the last message), the
+// content is located by difference against renderings with a marker for it, and the turn starts where B's
+// text after A's puts it; when that fails too, the record is an error (the template cannot be split).
 #pragma once
 #include <memory>
 #include <optional>
@@ -59,9 +62,14 @@ class ChatTemplate {
     std::string text;
     std::vector<std::pair<size_t, size_t>> generation_spans;
   };
-  // Renders; throws RecordError (at `where`) when the template raises or fails on this record.
-  Rendering render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
+  // Renders the first `count` of `messages` (read in place, not copied); throws RecordError (at `where`) when
+  // the template raises or fails on this record.
+  Rendering render(const nlohmann::json& messages, size_t count, const nlohmann::json& tools, bool add_generation_prompt,
                    const std::string& where) const;
+  Rendering render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
+                   const std::string& where) const {
+    return render(messages, messages.size(), tools, add_generation_prompt, where);
+  }
 
   const std::string& origin() const { return origin_; }  // "tokenizer_config.json", a file's path, ...
   const std::string& source() const { return source_; }  // the default template's text (for cache keys)

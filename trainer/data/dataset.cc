@@ -63,11 +63,13 @@ ExampleBuilder::ExampleBuilder(const TextEncoder& enc, const ChatTemplate* chat_
 
 Example ExampleBuilder::build_chat(const Record& r, std::string* text) const {
   if (!enc_.tokenizer) throw Error("chat data needs the tokenizer's offsets (no tokenizer given)");
-  Record conv = r;
-  if (!conv.is_conversation())  // a prompt / completion string pair: one user turn, one assistant turn
-    conv.messages = nlohmann::json::array({{{"role", "user"}, {"content", r.prompt}}, {{"role", "assistant"}, {"content", r.completion}}}),
-    conv.completion_start = 1;
-  RenderedRecord rr = render_conversation(*tmpl_, conv, train_on_);
+  std::optional<Record> pair;  // a prompt / completion string pair: one user turn, one assistant turn
+  if (!r.is_conversation()) {
+    pair = r;
+    pair->messages = nlohmann::json::array({{{"role", "user"}, {"content", r.prompt}}, {{"role", "assistant"}, {"content", r.completion}}});
+    pair->completion_start = 1;
+  }
+  RenderedRecord rr = render_conversation(*tmpl_, pair ? *pair : r, train_on_);
   // As transformers' apply_chat_template(tokenize=True): the template writes any BOS, none is added.
   Tokenizer::Encoding enc = enc_.tokenizer->encode_with_offsets(rr.text, false);
   Example e;

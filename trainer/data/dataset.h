@@ -70,7 +70,7 @@ LoadedData load_examples(const std::vector<std::string>& files, const DataSettin
 
 // The same, each kept example handed to `sink` in record order as soon as its chunk is built (the cache
 // writes them straight to disk): the records are read, built and freed chunk by chunk, so memory does not
-// grow with the dataset (JSON Lines; a .json or Parquet file is parsed whole first). `stats` gets the counts.
+// grow with the dataset (record_stream.h). `stats` gets the counts.
 void load_examples_into(const std::vector<std::string>& files, const DataSettings& settings, const ExampleBuilder& builder,
                         std::ostream& log, const std::function<void(Example&&)>& sink, DataStats& stats);
 

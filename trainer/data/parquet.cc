@@ -3,10 +3,13 @@
 // definition levels (RLE hybrid, bit width 1 for a flat schema).
 #include "trainer/data/parquet.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "core/base/error.h"
 #include "trainer/data/thrift_compact.h"
@@ -43,10 +46,20 @@ void append_from_dict(const Values& dict, const std::vector<uint32_t>& idx, Valu
 
 }  // namespace
 
+struct ParquetFile::Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 ParquetFile::ParquetFile(std::string path) : path_(std::move(path)) {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) throw Error("cannot read " + path_);
-  bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  auto fd = std::make_shared<Fd>();
+  fd->fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd->fd < 0 || ::fstat(fd->fd, &st) != 0) throw Error("cannot read " + path_ + ": " + std::strerror(errno));
+  size_ = static_cast<int64_t>(st.st_size);
+  fd_ = std::move(fd);
   load_footer();
 }
 
@@ -54,8 +67,22 @@ ParquetFile ParquetFile::from_bytes(std::string name, std::vector<uint8_t> bytes
   ParquetFile f;
   f.path_ = std::move(name);
   f.bytes_ = std::move(bytes);
+  f.size_ = static_cast<int64_t>(f.bytes_.size());
   f.load_footer();
   return f;
+}
+
+const uint8_t* ParquetFile::bytes_at(int64_t offset, int64_t n, std::vector<uint8_t>& buf) const {
+  if (offset < 0 || n < 0 || offset > size_ || n > size_ - offset) throw std::runtime_error("a range lies outside the file");
+  if (!fd_) return bytes_.data() + offset;
+  buf.resize(static_cast<size_t>(n));
+  for (int64_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd_->fd, buf.data() + done, static_cast<size_t>(n - done), offset + done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) throw Error("cannot read " + path_ + ": " + (got < 0 ? std::strerror(errno) : "the file got shorter"));
+    done += got;
+  }
+  return buf.data();
 }
 
 void ParquetFile::fail(const std::string& what, const std::string& column, const std::string& hint) const {
@@ -65,17 +92,19 @@ void ParquetFile::fail(const std::string& what, const std::string& column, const
 }
 
 void ParquetFile::load_footer() {
-  const size_t n = bytes_.size();
-  if (n < 12 || std::memcmp(bytes_.data(), "PAR1", 4) != 0)
+  const int64_t n = size_;
+  std::vector<uint8_t> head_buf, tail_buf, footer_buf;
+  if (n < 12 || std::memcmp(bytes_at(0, 4, head_buf), "PAR1", 4) != 0)
     fail("not a Parquet file (no PAR1 magic at the start)", {}, "the file may be truncated or in another format");
-  if (std::memcmp(bytes_.data() + n - 4, "PAR1", 4) != 0) {
-    if (std::memcmp(bytes_.data() + n - 4, "PARE", 4) == 0) fail("encrypted Parquet files are not supported");
+  const uint8_t* tail = bytes_at(n - 8, 8, tail_buf);
+  if (std::memcmp(tail + 4, "PAR1", 4) != 0) {
+    if (std::memcmp(tail + 4, "PARE", 4) == 0) fail("encrypted Parquet files are not supported");
     fail("truncated Parquet file (no PAR1 magic at the end)", {}, "download it again");
   }
-  uint32_t footer = load_u32(bytes_.data() + n - 8);
+  uint32_t footer = load_u32(tail);
   if (footer > n - 12) fail("truncated Parquet file (the footer claims " + std::to_string(footer) + " bytes)", {}, "download it again");
   try {
-    meta_ = parse_file_meta(bytes_.data() + n - 8 - footer, footer);
+    meta_ = parse_file_meta(bytes_at(n - 8 - footer, footer, footer_buf), footer);
   } catch (const ThriftError& e) {
     fail(std::string("corrupt footer: ") + e.what(), {}, "download it again");
   }
@@ -112,22 +141,32 @@ int ParquetFile::find_column(const std::string& name) const {
 ColumnData ParquetFile::read_column(int index) const {
   ColumnData out;
   out.info = columns_.at(static_cast<size_t>(index));
-  for (const auto& g : meta_.row_groups) {
-    const ColumnMeta& chunk = g.columns[static_cast<size_t>(index)];
-    try {
-      if (chunk.type != out.info.type) throw std::runtime_error("column chunk type differs from the schema");
-      size_t before = out.present.size();
-      read_chunk(chunk, g.num_rows, out);
-      if (out.present.size() - before != static_cast<size_t>(g.num_rows))
-        throw std::runtime_error("a row group has " + std::to_string(g.num_rows) + " rows but the column chunk " +
-                                 std::to_string(out.present.size() - before) + " values");
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      fail(e.what(), out.info.name, "the file may be corrupt; download it again");
-    }
-  }
+  for (size_t g = 0; g < meta_.row_groups.size(); ++g) read_group(index, g, out);
   return out;
+}
+
+ColumnData ParquetFile::read_column(int index, size_t row_group) const {
+  ColumnData out;
+  out.info = columns_.at(static_cast<size_t>(index));
+  read_group(index, row_group, out);
+  return out;
+}
+
+void ParquetFile::read_group(int index, size_t row_group, ColumnData& out) const {
+  const RowGroup& g = meta_.row_groups.at(row_group);
+  const ColumnMeta& chunk = g.columns[static_cast<size_t>(index)];
+  try {
+    if (chunk.type != out.info.type) throw std::runtime_error("column chunk type differs from the schema");
+    size_t before = out.present.size();
+    read_chunk(chunk, g.num_rows, out);
+    if (out.present.size() - before != static_cast<size_t>(g.num_rows))
+      throw std::runtime_error("a row group has " + std::to_string(g.num_rows) + " rows but the column chunk " +
+                               std::to_string(out.present.size() - before) + " values");
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(e.what(), out.info.name, "the file may be corrupt; download it again");
+  }
 }
 
 void ParquetFile::read_chunk(const ColumnMeta& chunk, int64_t rows, ColumnData& out) const {
@@ -136,10 +175,10 @@ void ParquetFile::read_chunk(const ColumnMeta& chunk, int64_t rows, ColumnData& 
     fail("compression codec " + codec_name(chunk.codec) + " is not supported", col.name, kSupportedHint);
   int64_t start = chunk.dictionary_page_offset && *chunk.dictionary_page_offset > 0
                       ? std::min(*chunk.dictionary_page_offset, chunk.data_page_offset) : chunk.data_page_offset;
-  const int64_t size = static_cast<int64_t>(bytes_.size());
-  if (start < 4 || chunk.total_compressed_size < 0 || start > size - 8 || chunk.total_compressed_size > size - 8 - start)
+  if (start < 4 || chunk.total_compressed_size < 0 || start > size_ - 8 || chunk.total_compressed_size > size_ - 8 - start)
     throw std::runtime_error("column chunk lies outside the file");
-  const uint8_t* p = bytes_.data() + start;
+  std::vector<uint8_t> buf;  // the chunk's bytes, read from the file for this call only
+  const uint8_t* p = bytes_at(start, chunk.total_compressed_size, buf);
   const uint8_t* end = p + chunk.total_compressed_size;
   Values dict;
   bool have_dict = false;

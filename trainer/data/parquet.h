@@ -4,6 +4,7 @@
 // Anything else is an air::Error naming the feature, the column and the file.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct ColumnData {
   Values values;
 };
 
+// A file opened by path is read where needed (the footer, then each column chunk when it is decoded), never
+// held whole: reading one row group at a time keeps memory at one row group's size.
 class ParquetFile {
  public:
   // Reads and checks the footer. Throws air::Error (the file named) when it is not a readable Parquet file.
@@ -39,16 +42,23 @@ class ParquetFile {
   const FileMeta& meta() const { return meta_; }
   // -1 when there is no such column.
   int find_column(const std::string& name) const;
-  ColumnData read_column(int index) const;
+  ColumnData read_column(int index) const;  // every row group
+  ColumnData read_column(int index, size_t row_group) const;
 
  private:
+  struct Fd;
   ParquetFile() = default;
   void load_footer();
+  // The file's bytes [offset, offset + n): in memory (from_bytes), or read into `buf`. The range is checked.
+  const uint8_t* bytes_at(int64_t offset, int64_t n, std::vector<uint8_t>& buf) const;
+  void read_group(int index, size_t row_group, ColumnData& out) const;
   void read_chunk(const ColumnMeta& chunk, int64_t rows, ColumnData& out) const;
   [[noreturn]] void fail(const std::string& what, const std::string& column = {}, const std::string& hint = {}) const;
 
   std::string path_;
-  std::vector<uint8_t> bytes_;  // the whole file; instruction datasets are small next to host memory
+  std::shared_ptr<const Fd> fd_;  // opened by path
+  std::vector<uint8_t> bytes_;    // from_bytes
+  int64_t size_ = 0;
   FileMeta meta_;
   std::vector<ColumnInfo> columns_;
 };

@@ -1,7 +1,7 @@
 // Reading a dataset file's records in chunks, each handed on as soon as it is parsed, so the tokenization
-// pass (trainer/data/dataset.h) holds one chunk of records, not the file: JSON Lines 16,384 lines at a time;
-// a .json list and a Parquet file are parsed whole and handed on at once. Kept apart from records.h, which
-// the trainer's libtorch files include. No libtorch (air_data).
+// pass (trainer/data/dataset.h) holds one chunk of records, not the file: JSON Lines and a .json list 16,384
+// records at a time (fewer past 8 MiB of text); Parquet one row group at a time. Kept apart from records.h,
+// which the trainer's libtorch files include. No libtorch (air_data).
 #pragma once
 #include <functional>
 #include <string>

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/base/error.h"
 #include "trainer/data/alpaca_record.h"
+#include "trainer/data/json_list.h"
 #include "trainer/data/parallel.h"
 #include "trainer/data/parquet.h"
 
@@ -300,78 +302,104 @@ class Collector {
   const RecordSink* sink_;
 };
 
-// Lines are read in chunks and each chunk's records parsed and checked on every core, then taken in order.
+// Records parsed, built and handed on together: 16,384, or fewer when they pass 8 MiB of text (long
+// records), so a chunk's memory stays bounded whatever the records' size.
+constexpr size_t kChunk = 16384, kChunkBytes = size_t{8} << 20;
+
+// One chunk of record texts (where, JSON text) parsed and checked on every core, then taken in order; the
+// first record of the file settles its format first.
+void take_chunk(Collector& c, std::vector<std::pair<std::string, std::string>>& items) {
+  struct Parsed {
+    std::optional<Record> record;
+    std::string error;
+  };
+  size_t from = 0;
+  while (c.format() == DataFormat::kAuto && from < items.size()) {
+    const auto& [where, text] = items[from++];
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) c.bad(where + ": not valid JSON");
+    else c.add(j, where);
+  }
+  const DataFormat f = c.format();
+  std::vector<Parsed> parsed(items.size() - from);
+  parallel_for(parsed.size(), [&](size_t k) {
+    const auto& [where, text] = items[from + k];
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+      parsed[k].error = where + ": not valid JSON";
+      return;
+    }
+    try {
+      parsed[k].record = record_from_json(j, f, where);
+    } catch (const RecordError& e) {
+      parsed[k].error = e.what();
+    }
+  });
+  for (auto& p : parsed) {
+    if (c.full() || c.too_many()) break;
+    if (p.record) c.take(std::move(*p.record));
+    else c.bad(p.error);
+  }
+}
+
+double fraction(int64_t at, double bytes) { return at < 0 || !(bytes > 0) ? 1.0 : std::min(1.0, static_cast<double>(at) / bytes); }
+
+// JSON Lines: lines read in chunks, each chunk's records parsed on every core (take_chunk).
 ReadResult read_jsonl(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read dataset " + path);
   std::error_code ec;
   const auto bytes = static_cast<double>(std::filesystem::file_size(path, ec));
   Collector c(path, o, sink);
-  constexpr size_t kChunk = 16384;
-  struct Parsed {
-    std::optional<Record> record;
-    std::string error;
-  };
-  std::vector<std::pair<int, std::string>> lines;
-  std::vector<Parsed> parsed;
+  std::vector<std::pair<std::string, std::string>> items;
   int n = 0;
   bool eof = false;
   while (!eof && !c.full() && !c.too_many()) {
-    lines.clear();
+    items.clear();
     std::string line;
-    while (lines.size() < kChunk && !(eof = !std::getline(in, line)))
-      if (++n, line.find_first_not_of(" \t\r") != std::string::npos) lines.emplace_back(n, std::move(line));
-    if (lines.empty()) break;
-    size_t from = 0;
-    while (c.format() == DataFormat::kAuto && from < lines.size()) {  // the first record settles the format
-      const std::string where = path + ":" + std::to_string(lines[from].first);
-      auto j = nlohmann::json::parse(lines[from].second, nullptr, false);
-      ++from;
-      if (j.is_discarded()) c.bad(where + ": not valid JSON");
-      else c.add(j, where);
-    }
-    const DataFormat f = c.format();
-    parsed.assign(lines.size() - from, Parsed{});
-    parallel_for(parsed.size(), [&](size_t k) {
-      const auto& [number, text] = lines[from + k];
-      const std::string where = path + ":" + std::to_string(number);
-      auto j = nlohmann::json::parse(text, nullptr, false);
-      if (j.is_discarded()) {
-        parsed[k].error = where + ": not valid JSON";
-        return;
+    size_t text_bytes = 0;
+    while (items.size() < kChunk && text_bytes < kChunkBytes && !(eof = !std::getline(in, line)))
+      if (++n, line.find_first_not_of(" \t\r") != std::string::npos) {
+        text_bytes += line.size();
+        items.emplace_back(path + ":" + std::to_string(n), std::move(line));
       }
-      try {
-        parsed[k].record = record_from_json(j, f, where);
-      } catch (const RecordError& e) {
-        parsed[k].error = e.what();
-      }
-    });
-    for (auto& p : parsed) {
-      if (c.full() || c.too_many()) break;
-      if (p.record) c.take(std::move(*p.record));
-      else c.bad(p.error);
-    }
-    const auto at = in.tellg();
-    c.flush(eof || at < 0 || !(bytes > 0) ? 1.0 : std::min(1.0, static_cast<double>(at) / bytes));
+    if (items.empty()) break;
+    take_chunk(c, items);
+    c.flush(eof ? 1.0 : fraction(in.tellg(), bytes));
   }
   return c.finish();
 }
 
+// One JSON list: its elements read in chunks (JsonListReader), each chunk parsed on every core, so the file
+// is never held whole. A record that is not valid JSON is a bad record like a JSONL line; a file that is
+// not one list (or ends inside it) is an error naming its line.
 ReadResult read_json(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read dataset " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw Error(path + ": not valid JSON", "a .json dataset is one list of records; use .jsonl for one per line");
-  if (!j.is_array()) throw Error(path + ": expected a list of records");
+  JsonListReader list(path);
+  std::error_code ec;
+  const auto bytes = static_cast<double>(std::filesystem::file_size(path, ec));
   Collector c(path, o, sink);
-  for (size_t i = 0; i < j.size() && !c.full() && !c.too_many(); ++i) c.add(j[i], path + ": record " + std::to_string(i));
+  std::vector<std::pair<std::string, std::string>> items;
+  bool more = true;
+  while (more && !c.full() && !c.too_many()) {
+    items.clear();
+    std::string text;
+    int64_t line = 0;
+    size_t text_bytes = 0;
+    while (items.size() < kChunk && text_bytes < kChunkBytes && (more = list.next(text, line))) {
+      text_bytes += text.size();
+      items.emplace_back(path + ": record " + std::to_string(list.elements() - 1), std::move(text));
+    }
+    if (items.empty()) break;
+    take_chunk(c, items);
+    c.flush(more ? fraction(list.offset(), bytes) : 1.0);
+  }
   return c.finish();
 }
 
 // Parquet: flat string columns. Conversations are stored as JSON text in the `messages` / `conversations`
 // column (the reader has no nested list<struct> columns); prompt / completion / text / Alpaca are strings.
+// Read one row group at a time: its string columns decoded, its rows' records built and handed on, then
+// freed, so memory holds one row group (writers make them about 64-128 MiB or 1M rows at most).
 ReadResult read_parquet(const std::string& path, const ReadOptions& o, const RecordSink* sink = nullptr) {
   data::ParquetFile f(path);
   auto has = [&](const char* n) { return f.find_column(n) >= 0; };
@@ -389,44 +417,57 @@ ReadResult read_parquet(const std::string& path, const ReadOptions& o, const Rec
                   "set dataset_format: alpaca, messages, sharegpt, prompt_completion or text");
     }
   }
-  // Every string column as JSON values per row (null where the row has none); JSON-text columns parsed.
   std::vector<std::string> names;
   for (const auto& col : f.columns())
     if (col.type == data::PhysicalType::kByteArray) names.push_back(col.name);
-  const int64_t rows = f.num_rows();
-  std::vector<nlohmann::json> objs(static_cast<size_t>(rows), nlohmann::json::object());
-  for (const auto& name : names) {
-    data::ColumnData col = f.read_column(f.find_column(name));
-    const bool json_text = name == "messages" || name == "conversations" || name == "tools" ||
-                           (fmt == DataFormat::kPromptCompletion && (name == "prompt" || name == "completion"));
-    size_t v = 0;
-    for (size_t r = 0; r < col.present.size() && r < objs.size(); ++r) {
-      if (!col.present[r]) {
-        objs[r][name] = nullptr;
-        continue;
+  // Every string column of row group g as JSON values per row (null where the row has none); JSON-text
+  // columns parsed.
+  auto group_rows = [&](size_t g) {
+    std::vector<nlohmann::json> objs(static_cast<size_t>(f.meta().row_groups[g].num_rows), nlohmann::json::object());
+    for (const auto& name : names) {
+      data::ColumnData col = f.read_column(f.find_column(name), g);
+      const bool json_text = name == "messages" || name == "conversations" || name == "tools" ||
+                             (fmt == DataFormat::kPromptCompletion && (name == "prompt" || name == "completion"));
+      size_t v = 0;
+      for (size_t r = 0; r < col.present.size() && r < objs.size(); ++r) {
+        if (!col.present[r]) {
+          objs[r][name] = nullptr;
+          continue;
+        }
+        std::string& s = col.values.bytes[v++];
+        nlohmann::json parsed = json_text && !s.empty() && (s[0] == '[' || s[0] == '{') ? nlohmann::json::parse(s, nullptr, false)
+                                                                                         : nlohmann::json(nlohmann::json::value_t::discarded);
+        // A prompt / completion string that merely looks like JSON stays a string unless it is a message list.
+        if (!parsed.is_discarded() && (name == "prompt" || name == "completion") &&
+            !(parsed.is_array() && !parsed.empty() && parsed[0].is_object() && parsed[0].contains("role")))
+          parsed = nlohmann::json(nlohmann::json::value_t::discarded);
+        objs[r][name] = parsed.is_discarded() ? nlohmann::json(std::move(s)) : std::move(parsed);
       }
-      std::string& s = col.values.bytes[v++];
-      nlohmann::json parsed = json_text && !s.empty() && (s[0] == '[' || s[0] == '{') ? nlohmann::json::parse(s, nullptr, false)
-                                                                                       : nlohmann::json(nlohmann::json::value_t::discarded);
-      // A prompt / completion string that merely looks like JSON stays a string unless it is a message list.
-      if (!parsed.is_discarded() && (name == "prompt" || name == "completion") &&
-          !(parsed.is_array() && !parsed.empty() && parsed[0].is_object() && parsed[0].contains("role")))
-        parsed = nlohmann::json(nlohmann::json::value_t::discarded);
-      objs[r][name] = parsed.is_discarded() ? nlohmann::json(std::move(s)) : std::move(parsed);
     }
+    return objs;
+  };
+  std::optional<Collector> c;  // made once the first row has settled the format
+  auto collector = [&](const std::vector<nlohmann::json>& first) -> Collector& {
+    if (!c) {
+      if (o.format == DataFormat::kAuto && fmt == DataFormat::kShareGpt && !first.empty())
+        fmt = detect_format(first[0]).value_or(fmt);
+      ReadOptions forced = o;
+      forced.format = fmt;
+      c.emplace(path, forced, sink);
+    }
+    return *c;
+  };
+  const size_t groups = f.meta().row_groups.size();
+  for (size_t g = 0; g < groups && !(c && (c->full() || c->too_many())); ++g) {
+    std::vector<nlohmann::json> objs = group_rows(g);
+    if (objs.empty()) continue;
+    Collector& cc = collector(objs);
+    for (size_t i = 0; i < objs.size() && !cc.full() && !cc.too_many(); ++i)
+      cc.add(objs[i], path + ": row group " + std::to_string(g) + ", row " + std::to_string(i));
+    objs.clear();
+    cc.flush(static_cast<double>(g + 1) / static_cast<double>(groups));
   }
-  if (o.format == DataFormat::kAuto && fmt == DataFormat::kShareGpt && !objs.empty())
-    fmt = detect_format(objs[0]).value_or(fmt);
-  ReadOptions forced = o;
-  forced.format = fmt;
-  Collector c(path, forced, sink);
-  int64_t row = 0;
-  for (size_t g = 0; g < f.meta().row_groups.size(); ++g) {
-    const int64_t n = f.meta().row_groups[g].num_rows;
-    for (int64_t i = 0; i < n && row < rows && !c.full() && !c.too_many(); ++i, ++row)
-      c.add(objs[static_cast<size_t>(row)], path + ": row group " + std::to_string(g) + ", row " + std::to_string(i));
-  }
-  return c.finish();
+  return collector({}).finish();
 }
 
 }  // namespace

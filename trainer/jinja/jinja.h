@@ -63,6 +63,10 @@ class Template {
   // The same with the context's key order kept (Python dicts keep insertion order: `tojson` and `items`
   // write keys in that order, so a context parsed as ordered_json renders tools exactly as transformers does).
   Rendered render(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
+  // `context`'s variables with `messages` set to the first `count` items of the list `messages`, which is
+  // read in place (a conversation rendered in prefixes, as chat data's trained spans need, copies nothing).
+  Rendered render(const nlohmann::json& context, const nlohmann::json& messages, size_t count,
+                  const RenderOptions& options = {}) const;
 
   bool has_generation_blocks() const;
   const std::string& name() const;

@@ -833,7 +833,8 @@ Value from_json(const Json& j) {
 }
 
 template <class Json>
-Rendered render_with(const Template::Impl& impl, const Json& context, const RenderOptions& options) {
+Rendered render_with(const Template::Impl& impl, const Json& context, const RenderOptions& options,
+                     const nlohmann::json* messages = nullptr, size_t count = 0) {
   Evaluator ev(*impl.program, options);
   if (!context.is_object() && !context.is_null())
     throw Error(Error::Kind::kRuntime, impl.program->name + ": the render context must be a JSON object", 1, 1);
@@ -841,6 +842,17 @@ Rendered render_with(const Template::Impl& impl, const Json& context, const Rend
     for (auto it = context.begin(); it != context.end(); ++it) {
       auto slot = impl.slots.find(it.key());
       if (slot != impl.slots.end()) ev.set_variable(slot->second, from_json(it.value()));
+    }
+  }
+  if (messages) {
+    if (!messages->is_array())
+      throw Error(Error::Kind::kRuntime, impl.program->name + ": the messages must be a JSON list", 1, 1);
+    auto slot = impl.slots.find("messages");
+    if (slot != impl.slots.end()) {
+      List l;
+      l.reserve(std::min(count, messages->size()));
+      for (size_t k = 0; k < count && k < messages->size(); ++k) l.push_back(from_json((*messages)[k]));
+      ev.set_variable(slot->second, Value::list(std::move(l)));
     }
   }
   return ev.run();
@@ -911,6 +923,16 @@ Rendered Template::render(const nlohmann::json& context, const RenderOptions& op
 Rendered Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
   try {
     return render_with(*impl_, context, options);
+  } catch (const Error& e) {
+    if (e.kind == Error::Kind::kRaised) throw;
+    throw with_source_line(e, impl_->source);
+  }
+}
+
+Rendered Template::render(const nlohmann::json& context, const nlohmann::json& messages, size_t count,
+                          const RenderOptions& options) const {
+  try {
+    return render_with(*impl_, context, options, &messages, count);
   } catch (const Error& e) {
     if (e.kind == Error::Kind::kRaised) throw;
     throw with_source_line(e, impl_->source);

@@ -168,6 +168,33 @@ class LoraEngine : public Engine {
     return head.loss_sum;
   }
 
+  // Evaluation: the blocks' forward without saving activations, the adapters without dropout (PEFT evaluates
+  // in eval mode), the head's loss; no backward, no gradient buffer touched, and the step's counters and the
+  // dropout masks' draw (micro_batch_count_) unchanged, so evaluating does not change what training does next.
+  at::Tensor forward_loss(const MicroBatch& mb) override {
+    at::NoGradGuard no_grad;
+    const LlamaConfig& c = s_.model_config;
+    const int64_t N = mb.input_ids.size(0) * mb.input_ids.size(1);
+    const size_t L = base_.size();
+    const bool sharded = fsdp_->collectives();
+    at::Tensor ids = mb.input_ids.to(s_.device).reshape({N});
+    at::Tensor targets = mb.targets.to(s_.device).reshape({N});
+    const AttnPlans plans = make_attn_plans(c, rope_, mb.positions, mb.segments, s_.compute_dtype, s_.device);
+    if (sharded) fsdp_->prefetch(0);
+    gather_base(0);
+    at::Tensor h = embed_fwd(c, embed_, ids);
+    for (size_t l = 0; l < L; ++l) {
+      LoraBlock a = weights(l);
+      a.dropout = 0;
+      if (sharded && l + 1 < L) fsdp_->prefetch(l + 1);
+      if (l + 1 < L) gather_base(l + 1);
+      h = lora_block_fwd(c, base_view(l).w, a, h, plans.layer(c, l), nullptr);
+      fsdp_->release_gathered(l);
+      release_base(l);
+    }
+    return head_loss_fwd_bwd(c, h, norm_, head_, targets, 1.0, {}, {}, chunk_rows_).loss_sum;
+  }
+
   at::Tensor clip_grad_norm(double max_norm) override {
     if (!dump_dir_.empty() && !grads_dumped_) dump_grads();
     return max_norm > 0 ? fsdp_->clip_grad_norm(max_norm) : fsdp_->grad_norm();

@@ -74,6 +74,15 @@ CONVERSATIONS = [
     [],
     [u("x" * 300 + " long " + "y" * 300), a("z" * 500)],
     [u("Numbers 12345 and 3.14159"), a("Result: 1e10"), u("More?"), a("No.")],
+    # Tool calls with Mistral-style ids (nine alphanumerics, which Mistral's templates require) and tool
+    # results that name their call.
+    [S, u("Weather in Paris and Oslo?"),
+     {"role": "assistant", "content": "", "tool_calls": [
+         {"id": "call0Par9", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+         {"id": "c4llOslo9", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+     {"role": "tool", "tool_call_id": "call0Par9", "name": "get_weather", "content": "{\"temperature\": 21}"},
+     {"role": "tool", "tool_call_id": "c4llOslo9", "name": "get_weather", "content": "{\"temperature\": 4}"},
+     a("Paris 21 °C, Oslo 4 °C."), u("Thanks!")],
 ]
 
 
@@ -86,7 +95,7 @@ def contexts(specials):
             ctx["add_generation_prompt"] = gen
             out.append(ctx)
     # Tools, and the thinking switch, where templates read them.
-    for conv in (CONVERSATIONS[16], [S, u("Weather?")], [u("Weather?")]):
+    for conv in (CONVERSATIONS[16], [S, u("Weather?")], [u("Weather?")], CONVERSATIONS[26]):
         ctx = dict(specials)
         ctx.update(messages=conv, tools=TOOLS, add_generation_prompt=True)
         out.append(ctx)

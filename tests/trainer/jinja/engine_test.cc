@@ -207,3 +207,22 @@ TEST_CASE("hostile templates end in an Error, not a crash") {
   CHECK_THROWS_AS(Template::parse("{{ 'ab' * 10000000000 }}").render(nlohmann::json::object()), Error);
   CHECK_THROWS_AS(Template::parse("{% for i in range(1000000) %}{% endfor %}").render(nlohmann::json::object()), Error);
 }
+
+TEST_CASE("a prefix of the messages rendered in place equals the same messages given in the context") {
+  Template t = Template::parse(
+      "{% for m in messages %}[{{ loop.index }}/{{ messages|length }} {{ m.role }}: {{ m.content }}]{% endfor %}"
+      "{% if add_generation_prompt %}<{{ bos_token }}>{% endif %}");
+  const nlohmann::json messages = nlohmann::json::parse(
+      R"([{"role": "system", "content": "s"}, {"role": "user", "content": "u {{ x }}"}, {"role": "assistant", "content": "a"}])");
+  for (size_t count = 0; count <= 4; ++count) {
+    nlohmann::json whole = {{"bos_token", "B"}, {"add_generation_prompt", count % 2 == 1}};
+    const nlohmann::json context = whole;
+    whole["messages"] = nlohmann::json::array();
+    for (size_t k = 0; k < count && k < messages.size(); ++k) whole["messages"].push_back(messages[k]);
+    CHECK(t.render(context, messages, count).text == t.render(whole).text);
+  }
+  CHECK(t.render(nlohmann::json::object(), messages, 2).text == "[1/2 system: s][2/2 user: u {{ x }}]");
+  // The list given beside the context wins over a `messages` inside it; a list is required.
+  CHECK(t.render(nlohmann::json{{"messages", nlohmann::json::array()}}, messages, 1).text == "[1/1 system: s]");
+  CHECK_THROWS_AS(t.render(nlohmann::json::object(), nlohmann::json::object(), 1), Error);
+}
