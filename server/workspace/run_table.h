@@ -1,8 +1,10 @@
 // The run table: every run the workspace ever had (a workspace keeps them all), the index of those not yet
-// over, and the idempotency keys of submits. One owner: Workspace, under its run lock. "Is it over" has one
-// answer, here: over().
+// over, and the idempotency keys of submits, under the run lock (mu()). The façade (submit, get, list), the
+// queue and the attempt lifecycle touch records only with it held; the queue and the lifecycle share it
+// (queue.h says why one lock). "Is it over" has one answer, here: over().
 #pragma once
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +26,10 @@ bool over(const api::AttemptInfo& a);
 
 class RunTable {
  public:
+  // The run lock: held by whoever reads or changes a run record (never while waiting on a client command or a
+  // log read).
+  std::mutex& mu() const { return mu_; }
+
   // Adds a run (at submit, or when the workspace loads its store): indexes its idempotency key, and the run
   // as active unless it is over. Returns the stored record.
   RunRecord& add(RunRecord r);
@@ -51,6 +57,7 @@ class RunTable {
   const std::map<std::string, RunRecord>& all() const { return runs_; }
 
  private:
+  mutable std::mutex mu_;
   std::map<std::string, RunRecord> runs_;
   std::set<std::string> active_;
   std::map<std::string, std::string> idempotency_;  // key -> run id

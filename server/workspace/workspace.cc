@@ -1,6 +1,6 @@
-// Run lifecycle and gang scheduling. A run's current attempt ends in one of four ways: every node
-// succeeded; a node failed or was lost (gang stop, then retry while retries remain); cancel; timeout.
-// Every state change is written to SQLite before it is answered, so a restarted workspace resumes.
+// The façade (workspace.h): builds and wires the parts, starts and stops the tick thread, and keeps the
+// run-table requests that are not an attempt's: submit (admission's steps, then the run table and the
+// queue), get, list, who may see a run.
 #include "server/workspace/workspace.h"
 
 #include <arpa/inet.h>
@@ -59,19 +59,23 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
   // A node token acts for its run's owner: the run table says who that is (under the run lock; Auth calls
   // this without its own lock held, so the two locks never nest).
   auth_ = std::make_unique<Auth>(store_, *identity_, clock, [this](const std::string& run_id) -> std::optional<std::string> {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     if (const RunRecord* r = runs_.get(run_id)) return r->info.user;
     return std::nullopt;
   });
   volume_access_->adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
-  setup_pools();
+  queue_ = std::make_unique<Queue>(opts_, backend_->total_gpus(), runs_, clock);
+  lifecycle_ = std::make_unique<Lifecycle>(Lifecycle::Parts{opts_, *backend_, store_, logs_, runs_, *queue_, *auth_,
+                                                            *services_, *volume_access_, volumes_, *identity_});
 }
 
 Workspace::~Workspace() { stop(); }
 
-void Workspace::set_url(const std::string& url) {
-  std::lock_guard<std::mutex> g(mu_);
-  url_ = url;
+void Workspace::set_url(const std::string& url) { lifecycle_->set_url(url); }
+
+void Workspace::tick() {
+  prune_audit();
+  lifecycle_->tick();
 }
 
 int64_t Workspace::prune_audit(bool force) {
@@ -89,7 +93,7 @@ int64_t Workspace::prune_audit(bool force) {
 void Workspace::start() {
   prune_audit(true);
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     // Bootstrap admin tokens of workspaces from before it was a listed user token (one kept per start, never
     // revoked): deleted; create_admin_token makes the one token of this start. Node tokens are reloaded.
     auth_->load();
@@ -99,17 +103,8 @@ void Workspace::start() {
       services_->add_metrics(r.info, false);  // the attempts' MLflow run ids live in the MLflow tables
       runs_.add(std::move(r));
     }
-    // Agents keep running while the workspace is down; give each one a full heartbeat window to re-attach.
-    for (RunRecord* rp : runs_.active()) {
-      RunRecord& r = *rp;
-      const std::string& id = r.info.run_id;
-      if (auto* a = current(r)) {
-        restarted_runs_.insert(id);
-        for (const auto& n : a->nodes) runtime_[{id, a->number, n.rank}].last_seen_ms = now();
-        if (!waiting(r) && !over(*a)) claim_gpus(*a);
-      }
-    }
-    schedule();  // the queue as it was: places from the stored submit times, before the first request
+    lifecycle_->load();      // running attempts keep their GPUs and get a window to re-attach
+    lifecycle_->schedule();  // the queue as it was: places from the stored submit times, before the first request
   }
   stopping_ = false;
   if (!opts_.ticker) return;
@@ -133,13 +128,13 @@ void Workspace::stop() {
 }
 
 Workspace::RunAccess Workspace::run_access(const std::string& run_id) const {
-  std::lock_guard<std::mutex> g(mu_);
-  const RunRecord& r = find(run_id);
+  std::lock_guard<std::mutex> g(runs_.mu());
+  const RunRecord& r = runs_.find(run_id);
   return {r.info.user, r.info.permissions};
 }
 
 std::optional<std::string> Workspace::snapshot_run_refusal(const Principal& who, const std::string& digest) const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   if (who.is_node()) {
     const RunRecord* r = runs_.get(who.run_id);
     if (r != nullptr && r->info.snapshot_digest == digest) return std::nullopt;
@@ -158,14 +153,6 @@ void Workspace::require_run(const Principal& who, const std::string& run_id, Run
   if (!who.is_node() && run_level(who, a.owner, a.grants) < RunLevel::kCanView) throw not_found("run " + run_id + " not found");
   if (auto why = run_refusal(who, run_id, a.owner, a.grants, need)) throw HttpError(403, "PERMISSION_DENIED", *why);
 }
-
-api::AttemptInfo* Workspace::current(RunRecord& r) {
-  for (auto& a : r.info.attempts)
-    if (a.number == r.info.current_attempt) return &a;
-  return nullptr;
-}
-
-void Workspace::save(const RunRecord& r) { store_.save_run(r); }
 
 std::string Workspace::new_run_id() const {
   for (;;) {
@@ -188,10 +175,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   admission::Snapshot snapshot = admission::check_snapshot(
       req, w, volumes_, snapshots_->blobs(), [&] { return !snapshots_->refusal(who, req.snapshot_digest); });
   std::vector<std::string> notices;
-  std::string pool = pool_for(w.compute.pool_id, notices);
-  auto pool_gpus = pool_gpus_.find(pool);
-  admission::check_fits_pool(w, pool, pool_gpus == pool_gpus_.end() ? std::nullopt : std::optional<int>(pool_gpus->second.second),
-                             !opts_.pools.empty());
+  std::string pool = queue_->pool_for(w.compute.pool_id, notices);
+  admission::check_fits_pool(w, pool, queue_->pool_gpus(pool), queue_->configured_pools());
   for (const auto& key : new_volumes) {  // the submitter's now, unless another user made it meanwhile
     VolumeRecord rec = volume_access_->create_volume_record(key, who.user);
     if (auto why = volume_refusal(who, volume_full_name(key), rec.owner, volume_access_->volume_granted(who, key), kReadVolume))
@@ -200,7 +185,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   }
   const RunSpec spec = admission::run_spec(w, snapshot);
 
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
   if (!key.empty()) {
     if (const RunRecord* e = runs_.by_idempotency_key(key)) {
@@ -238,8 +223,8 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   i.idempotency_key = key;
   r.spec_json = spec.to_json();
   RunRecord& stored = runs_.add(std::move(r));  // its idempotency key too
-  save(stored);
-  schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
+  store_.save_run(stored);
+  lifecycle_->schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
   api::RunInfo reply = stored.info;
   reply.notices = notices;
   // Nodes on this machine without a sandbox see the volumes at AIR_VOLUMES_ROOT: said once, here.
@@ -248,23 +233,14 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
   return reply;
 }
 
-void Workspace::check_node(const RunRecord& r, int attempt, int node) const {
-  for (const auto& a : r.info.attempts)
-    if (a.number == attempt) {
-      if (node < 0 || node >= static_cast<int>(a.nodes.size()))
-        throw not_found(fmt::format("run {} attempt {} has no node {}", r.info.run_id, attempt, node));
-      return;
-    }
-  throw not_found(fmt::format("run {} has no attempt {}", r.info.run_id, attempt));
-}
-
 api::RunInfo Workspace::get(const std::string& id) const {
   api::RunInfo info;
   std::string spec;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    info = find(id).info;
-    spec = find(id).spec_json;
+    std::lock_guard<std::mutex> g(runs_.mu());
+    const RunRecord& r = runs_.find(id);
+    info = r.info;
+    spec = r.spec_json;
   }
   services_->add_metrics(info);  // outside the lock: a read of the MLflow tables
   for (auto& a : info.attempts)    // each node's stored log size (the run page shows it)
@@ -281,7 +257,7 @@ api::RunInfo Workspace::get(const std::string& id) const {
 }
 
 api::RunList Workspace::list(int limit, bool all_status, const Principal& who, bool all_users) const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   std::vector<const RunRecord*> rs;
   for (const auto& [id, r] : runs_.all()) {
     if (!all_status && over(r.info)) continue;
@@ -298,49 +274,6 @@ api::RunList Workspace::list(int limit, bool all_status, const Principal& who, b
     out.runs.push_back(std::move(i));
   }
   return out;
-}
-
-api::CancelReply Workspace::cancel(const std::string& id) {
-  std::lock_guard<std::mutex> g(mu_);
-  RunRecord& r = find(id);
-  if (over(r.info)) return {id, r.info.state, true};
-  if (waiting(r)) {
-    r.info.state = "CANCELED";
-    r.info.status_message = r.info.current_attempt ? "canceled while queued for its next attempt"
-                                                   : "canceled before it started";
-    r.stop_kind.clear();
-    r.info.ended_at_ms = now();
-    save(r);
-    logs_.wake();
-    return {id, r.info.state, false};
-  }
-  if (r.stop_kind != "cancel") begin_stop(r, "cancel", "canceled by request");
-  return {id, r.info.state, false};
-}
-
-api::NodeSpec Workspace::node_spec(const std::string& id, int attempt, int node) const {
-  std::lock_guard<std::mutex> g(mu_);
-  const RunRecord& r = find(id);
-  check_node(r, attempt, node);
-  RunSpec spec = RunSpec::parse(r.spec_json);
-  api::NodeSpec s = spec.node;  // the run's fields, typed; this attempt's and node's below
-  s.run_id = id;
-  s.attempt = attempt;
-  s.node_rank = node;
-  s.num_nodes = r.info.num_nodes;
-  s.master_addr = "127.0.0.1";
-  for (const auto& a : r.info.attempts)
-    if (a.number == attempt) {
-      s.master_port = a.master_port;
-      s.mlflow_run_id = a.mlflow_run_id;
-    }
-  s.snapshot_digest = r.info.snapshot_digest;
-  s.max_log_bytes = 64ull << 30;
-  s.max_unpack_bytes = opts_.max_unpack_bytes;
-  s.max_unpack_entries = opts_.max_unpack_entries;
-  s.volumes_root = volumes_.root();
-  volume_access_->node_volumes(r.info.user, spec.named_volume_paths(), s);
-  return s;
 }
 
 }  // namespace air::server

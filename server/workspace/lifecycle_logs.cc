@@ -1,4 +1,4 @@
-// The workspace's log endpoints: a node appends numbered chunks (idempotent by offset), readers read by
+// The attempt lifecycle's log routes: a node appends numbered chunks (idempotent by offset), readers read by
 // offset or tail and follow a running attempt (long poll). Stored by server/store/logs.{h,cc}.
 #include <fmt/format.h>
 
@@ -6,15 +6,16 @@
 #include <cstring>
 
 #include "core/wire/run_state.h"
-#include "server/workspace/workspace.h"
+#include "server/workspace/lifecycle.h"
+#include "server/workspace/errors.h"
 
 namespace air::server {
 
-AppendResult Workspace::append_log(const std::string& id, int attempt, int node, uint64_t offset,
+AppendResult Lifecycle::append_log(const std::string& id, int attempt, int node, uint64_t offset,
                                    std::string_view data) {
   {
-    std::lock_guard<std::mutex> g(mu_);
-    check_node(find(id), attempt, node);
+    std::lock_guard<std::mutex> g(runs_.mu());
+    check_node(runs_.find(id), attempt, node);
     if (!data.empty()) runtime_[{id, attempt, node}].last_output_ms = now();
   }
   try {
@@ -30,8 +31,8 @@ AppendResult Workspace::append_log(const std::string& id, int attempt, int node,
   }
 }
 
-void Workspace::note_metrics(const std::string& id, int attempt) {
-  std::lock_guard<std::mutex> g(mu_);
+void Lifecycle::note_metrics(const std::string& id, int attempt) {
+  std::lock_guard<std::mutex> g(runs_.mu());
   const RunRecord* r = runs_.get(id);
   if (r == nullptr) return;
   for (const auto& a : r->info.attempts)
@@ -39,11 +40,11 @@ void Workspace::note_metrics(const std::string& id, int attempt) {
       for (const auto& n : a.nodes) runtime_[{id, attempt, n.rank}].last_output_ms = now();
 }
 
-LogRead Workspace::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
+LogRead Lifecycle::read_log(const std::string& id, int attempt, int node, std::optional<uint64_t> offset,
                             std::optional<uint64_t> tail_lines, uint64_t max_bytes, std::chrono::milliseconds wait) {
   auto ended = [&] {
-    std::lock_guard<std::mutex> g(mu_);
-    const RunRecord& r = find(id);
+    std::lock_guard<std::mutex> g(runs_.mu());
+    const RunRecord& r = runs_.find(id);
     check_node(r, attempt, node);
     for (const auto& a : r.info.attempts)
       if (a.number == attempt) return over(a) || over(r.info);

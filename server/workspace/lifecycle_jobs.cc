@@ -1,5 +1,5 @@
-// The batch-backend half of the scheduler (Slurm): the queue state of each active attempt's job, polled
-// without the workspace's lock (client commands may take seconds or hang), then applied under it:
+// The attempt lifecycle's batch-backend half (Slurm): the queue state of each active attempt's job, polled
+// without the run lock (client commands may take seconds or hang), then applied under it:
 // queued -> PENDING with Slurm's reason; a job Slurm ended before its agents reported -> the attempt ends
 // with Slurm's reason (time limit -> TIMED_OUT, scancel -> CANCELED, anything else -> a gang failure,
 // retried per max_retries). Cancellations (scancel) also run outside the lock, retried until they succeed.
@@ -10,11 +10,12 @@
 
 #include "core/wire/run_state.h"
 #include "server/backends/slurm.h"
-#include "server/workspace/workspace.h"
+#include "server/workspace/lifecycle.h"
+#include "server/workspace/errors.h"
 
 namespace air::server {
 
-void Workspace::apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error) {
+void Lifecycle::apply_launch(RunRecord& r, const AttemptLaunchResult& res, const std::string& error) {
   if (!error.empty()) {
     // The whole attempt could not be launched (e.g. sbatch failed): a gang failure of every node.
     for (int n = 0; n < r.info.num_nodes; ++n)
@@ -28,16 +29,16 @@ void Workspace::apply_launch(RunRecord& r, const AttemptLaunchResult& res, const
   for (const auto& [n, why] : res.node_errors) node_failed(r, n, std::nullopt, "could not start the node agent: " + why, {});
 }
 
-void Workspace::run_launches() {
+void Lifecycle::run_launches() {
   std::vector<AttemptLaunch> todo;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     todo.swap(launches_);
   }
   for (const auto& l : todo) {
     AttemptLaunchResult res;
     std::string error = launch(l, res);
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     RunRecord* run = runs_.get(l.run_id);
     api::AttemptInfo* a = run == nullptr ? nullptr : current(*run);
     bool live = a && a->number == l.attempt && !over(*a);
@@ -65,14 +66,14 @@ void Workspace::run_launches() {
   }
 }
 
-void Workspace::poll_jobs() {
+void Lifecycle::poll_jobs() {
   std::vector<std::string> ids;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     int64_t t = now();
     if (t - last_job_poll_ms_ < opts_.job_poll_ms) return;
     last_job_poll_ms_ = t;
-    for (RunRecord* r : active_runs()) {
+    for (RunRecord* r : runs_.active()) {
       api::AttemptInfo* a = current(*r);
       if (a && !a->job_id.empty() && !over(*a)) ids.push_back(a->job_id);
     }
@@ -81,16 +82,16 @@ void Workspace::poll_jobs() {
   std::map<std::string, JobState> states;
   std::string error;
   try {
-    states = backend_->job_states(ids);
+    states = backend_.job_states(ids);
   } catch (const std::exception& e) {
     error = e.what();
   }
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   if (!error.empty() && error != last_job_poll_error_)
     std::fprintf(stderr, "air server: %s (job states are unknown until it answers)\n", error.c_str());
   last_job_poll_error_ = error;
   for (const std::string& id : runs_.active_ids()) {  // still holds every run polled above: only tick() prunes it
-    RunRecord& r = find(id);
+    RunRecord& r = runs_.find(id);
     api::AttemptInfo* a = current(r);
     if (!a || a->job_id.empty() || over(*a)) continue;
     if (std::find(ids.begin(), ids.end(), a->job_id) == ids.end()) continue;  // launched after the poll
@@ -106,7 +107,7 @@ void Workspace::poll_jobs() {
   }
 }
 
-void Workspace::apply_job_state(RunRecord& r, const JobState* s) {
+void Lifecycle::apply_job_state(RunRecord& r, const JobState* s) {
   api::AttemptInfo* a = current(r);
   if (s && s->phase == JobState::Phase::kQueued) {
     for (const auto& n : a->nodes)
@@ -134,7 +135,7 @@ void Workspace::apply_job_state(RunRecord& r, const JobState* s) {
 }
 
 // The job is over (or unknown to Slurm) while some node has not reported an end: its agent is gone.
-void Workspace::end_for_job(RunRecord& r, const JobState* s) {
+void Lifecycle::end_for_job(RunRecord& r, const JobState* s) {
   api::AttemptInfo* a = current(r);
   std::string what = s ? describe_slurm_end(*s)
                        : std::string("the job is no longer known to Slurm");
@@ -173,10 +174,10 @@ void Workspace::end_for_job(RunRecord& r, const JobState* s) {
   logs_.wake();
 }
 
-void Workspace::run_job_cancels() {
+void Lifecycle::run_job_cancels() {
   std::vector<JobCancel> due;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(runs_.mu());
     int64_t t = now();
     std::vector<JobCancel> later;
     for (auto& c : job_cancels_) (c.next_try_ms <= t ? due : later).push_back(c);
@@ -185,7 +186,7 @@ void Workspace::run_job_cancels() {
   std::vector<JobCancel> failed;
   for (auto& c : due) {
     try {
-      backend_->cancel_job(c.job_id);
+      backend_.cancel_job(c.job_id);
     } catch (const std::exception& e) {
       // Never dropped: a job left in the queue would hold nodes. Retried every 5 s until Slurm answers.
       std::fprintf(stderr, "air server: %s; retrying in 5 s\n", e.what());
@@ -193,7 +194,7 @@ void Workspace::run_job_cancels() {
     }
   }
   if (failed.empty()) return;
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   job_cancels_.insert(job_cancels_.end(), failed.begin(), failed.end());
 }
 

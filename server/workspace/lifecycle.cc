@@ -1,23 +1,224 @@
-// The gang scheduler half of Workspace: node reports, failure handling, stop/grace, retries, timeouts,
-// lost agents. The log endpoints are in server/workspace/logs.cc.
+// The attempt lifecycle (lifecycle.h): starting attempts, node reports, failure handling, stop and grace,
+// retries, timeouts, lost agents, the tick. A run's current attempt ends in one of five ways: every node
+// succeeded; a node failed or was lost (gang stop, then retry while retries remain); cancel; timeout;
+// preemption (queued again without spending a retry). Every state change is written to SQLite before it is
+// answered, so a restarted workspace resumes. Batch jobs: lifecycle_jobs.cc; the log routes: lifecycle_logs.cc.
+#include "server/workspace/lifecycle.h"
+
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
+#include <filesystem>
 
+#include "core/base/host.h"
+#include "core/sandbox/sandbox.h"
 #include "core/wire/run_state.h"
+#include "server/workspace/errors.h"
+#include "server/workspace/isolation.h"
+#include "server/workspace/run_spec.h"
 #include "server/workspace/services.h"
-#include "server/workspace/workspace.h"
 
 namespace air::server {
 
-api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, int node,
+namespace {
+
+HttpError not_found(const std::string& what) { return HttpError(404, "NOT_FOUND", what); }
+
+}  // namespace
+
+Lifecycle::Lifecycle(Parts p)
+    : opts_(p.opts),
+      backend_(p.backend),
+      store_(p.store),
+      logs_(p.logs),
+      runs_(p.runs),
+      queue_(p.queue),
+      auth_(p.auth),
+      services_(p.services),
+      volume_access_(p.volume_access),
+      volumes_(p.volumes),
+      identity_(p.identity) {}
+
+void Lifecycle::set_url(const std::string& url) {
+  std::lock_guard<std::mutex> g(runs_.mu());
+  url_ = url;
+}
+
+api::AttemptInfo* Lifecycle::current(RunRecord& r) {
+  for (auto& a : r.info.attempts)
+    if (a.number == r.info.current_attempt) return &a;
+  return nullptr;
+}
+
+void Lifecycle::check_node(const RunRecord& r, int attempt, int node) const {
+  for (const auto& a : r.info.attempts)
+    if (a.number == attempt) {
+      if (node < 0 || node >= static_cast<int>(a.nodes.size()))
+        throw not_found(fmt::format("run {} attempt {} has no node {}", r.info.run_id, attempt, node));
+      return;
+    }
+  throw not_found(fmt::format("run {} has no attempt {}", r.info.run_id, attempt));
+}
+
+void Lifecycle::load() {
+  // Agents keep running while the workspace is down; give each one a full heartbeat window to re-attach.
+  for (RunRecord* rp : runs_.active()) {
+    RunRecord& r = *rp;
+    const std::string& id = r.info.run_id;
+    if (auto* a = current(r)) {
+      restarted_runs_.insert(id);
+      for (const auto& n : a->nodes) runtime_[{id, a->number, n.rank}].last_seen_ms = now();
+      if (!Queue::waiting(r) && !over(*a)) queue_.claim(*a);
+    }
+  }
+}
+
+void Lifecycle::schedule() {
+  if (scheduling_) {
+    schedule_again_ = true;
+    return;
+  }
+  scheduling_ = true;
+  try {
+    do {
+      schedule_again_ = false;
+      schedule_pass();
+    } while (schedule_again_);
+  } catch (...) {
+    scheduling_ = false;
+    throw;
+  }
+  scheduling_ = false;
+}
+
+void Lifecycle::schedule_pass() {
+  sched::Decisions d = queue_.decide();
+  for (const auto& p : d.preemptions) preempt(runs_.find(p.victim), p.for_job);
+  for (const auto& s : d.starts)
+    if (RunRecord& r = runs_.find(s.id); Queue::waiting(r)) start_attempt(r);
+  if (queue_.show_waiting(d, runs_)) logs_.wake();
+}
+
+void Lifecycle::preempt(RunRecord& r, const std::string& by) {
+  if (!r.stop_kind.empty() || !current(r)) return;
+  begin_stop(r, "preempt", fmt::format("preempted by CRITICAL run {}", by));
+}
+
+std::string Lifecycle::launch(const AttemptLaunch& l, AttemptLaunchResult& res) {
+  try {
+    res = backend_.launch_attempt(l);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();  // the whole attempt could not be launched: a gang failure (apply_launch)
+  }
+}
+
+// A new attempt with its GPUs, node token and folder; launched now (local) or from the tick (batch).
+bool Lifecycle::start_attempt(RunRecord& r) {
+  std::vector<std::string> gpus(r.info.num_nodes);
+  if (r.info.gpu && queue_.allocates()) {
+    gpus = queue_.allocate(r.info.pool_id.empty() ? "default" : r.info.pool_id, r.info.num_nodes,
+                           r.info.accelerators_per_node);
+    if (gpus.empty()) return false;  // the policy counted GPUs this pool does not have free: next pass
+  }
+  api::AttemptInfo a;
+  a.number = static_cast<int>(r.info.attempts.size()) + 1;
+  a.state = "PENDING";
+  a.master_port = free_loopback_port();
+  a.started_at_ms = now();
+  a.mlflow_run_id = services_.attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
+                                                 RunSpec::parse(r.spec_json).mlflow_run_name);
+  for (int n = 0; n < r.info.num_nodes; ++n) a.nodes.push_back(api::NodeInfo{.rank = n, .gpus = gpus[n]});
+  r.info.attempts.push_back(a);
+  r.info.current_attempt = a.number;
+  r.stop_kind.clear();
+  r.stop_reason.clear();
+  r.stop_started_ms = 0;
+  r.agent_pids.assign(r.info.num_nodes, 0);
+  queue_.leave(r);
+  r.info.status_message = a.number == 1 ? "starting nodes" : fmt::format("starting attempt {}", a.number);
+
+  std::string token = auth_.add_node_token(r.info.run_id, a.number);
+  std::string attempt_dir = fmt::format("{}/runs/{}/attempt_{}", opts_.home, r.info.run_id, a.number);
+  std::filesystem::create_directories(attempt_dir);
+  save(r);
+  AttemptLaunch l{r.info.run_id, r.info.experiment_name, a.number, r.info.num_nodes, url_, token, opts_.bin_dir,
+                  attempt_dir, gpus, r.info.accelerator_type, r.info.accelerators_per_node, r.info.gpu,
+                  r.info.timeout_minutes};
+  l.pool = r.info.pool_id;
+  // Whose account the commands run as (a root workspace), and whether a node without a sandbox must refuse.
+  if (opts_.isolation.per_owner_accounts) l.run_as = owner_unix_account_name(r.info.user);
+  l.sandbox_checked = opts_.isolation.probed && opts_.isolation.sandbox;
+  l.require_sandbox = needs_separation(opts_.isolation, r.info.user, identity_.bootstrap_admin(), identity_.users().size());
+  l.priority_class = r.info.priority_class;
+  {  // The volumes the nodes will mount: Slurm makes their folders reachable by the owner's job (issue 40).
+    api::NodeSpec v;
+    volume_access_.node_volumes(r.info.user, RunSpec::parse(r.spec_json).named_volume_paths(), v);
+    l.volumes_root = volumes_.root(), l.volumes = v.volumes, l.read_only_volumes = v.read_only_volumes;
+  }
+  for (int n = 0; n < r.info.num_nodes; ++n) runtime_[{r.info.run_id, a.number, n}].last_seen_ms = now();
+  if (backend_.batch()) {
+    // A batch client may take seconds, or hang with its controller: submitted from the tick, unlocked.
+    launches_.push_back(std::move(l));
+    r.info.status_message = "submitting the attempt to the batch system";
+  } else {
+    AttemptLaunchResult res;
+    std::string error = launch(l, res);
+    apply_launch(r, res, error);
+  }
+  save(r);
+  return true;
+}
+
+api::CancelReply Lifecycle::cancel(const std::string& id) {
+  std::lock_guard<std::mutex> g(runs_.mu());
+  RunRecord& r = runs_.find(id);
+  if (over(r.info)) return {id, r.info.state, true};
+  if (Queue::waiting(r)) {
+    r.info.state = "CANCELED";
+    r.info.status_message = r.info.current_attempt ? "canceled while queued for its next attempt"
+                                                   : "canceled before it started";
+    r.stop_kind.clear();
+    r.info.ended_at_ms = now();
+    save(r);
+    logs_.wake();
+    return {id, r.info.state, false};
+  }
+  if (r.stop_kind != "cancel") begin_stop(r, "cancel", "canceled by request");
+  return {id, r.info.state, false};
+}
+
+api::NodeSpec Lifecycle::node_spec(const std::string& id, int attempt, int node) const {
+  std::lock_guard<std::mutex> g(runs_.mu());
+  const RunRecord& r = runs_.find(id);
+  check_node(r, attempt, node);
+  RunSpec spec = RunSpec::parse(r.spec_json);
+  api::NodeSpec s = spec.node;  // the run's fields, typed; this attempt's and node's below
+  s.run_id = id;
+  s.attempt = attempt;
+  s.node_rank = node;
+  s.num_nodes = r.info.num_nodes;
+  s.master_addr = "127.0.0.1";
+  for (const auto& a : r.info.attempts)
+    if (a.number == attempt) {
+      s.master_port = a.master_port;
+      s.mlflow_run_id = a.mlflow_run_id;
+    }
+  s.snapshot_digest = r.info.snapshot_digest;
+  s.max_log_bytes = 64ull << 30;
+  s.max_unpack_bytes = opts_.max_unpack_bytes;
+  s.max_unpack_entries = opts_.max_unpack_entries;
+  s.volumes_root = volumes_.root();
+  volume_access_.node_volumes(r.info.user, spec.named_volume_paths(), s);
+  return s;
+}
+
+api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, int node,
                                             const api::NodeStatusReport& rep) {
   static const std::set<std::string> kStates = {"STARTING", "RUNNING", "SUCCEEDED", "FAILED"};
   if (!kStates.count(rep.state))
     throw HttpError(400, "INVALID_ARGUMENT", "unknown node state '" + rep.state + "'");
-  std::lock_guard<std::mutex> g(mu_);
-  RunRecord& r = find(id);
+  std::lock_guard<std::mutex> g(runs_.mu());
+  RunRecord& r = runs_.find(id);
   check_node(r, attempt, node);
   api::AttemptInfo* a = current(r);
   // A report for an attempt that is over (or a run that ended) can only be answered with "stop".
@@ -65,7 +266,7 @@ api::NodeStatusReply Workspace::node_status(const std::string& id, int attempt, 
   return {r.stop_kind.empty() ? "continue" : "stop"};
 }
 
-void Workspace::node_failed(RunRecord& r, int rank, std::optional<int> exit_code, const std::string& why,
+void Lifecycle::node_failed(RunRecord& r, int rank, std::optional<int> exit_code, const std::string& why,
                             const std::vector<std::string>& lines) {
   api::AttemptInfo* a = current(r);
   if (!a) return;
@@ -84,7 +285,7 @@ void Workspace::node_failed(RunRecord& r, int rank, std::optional<int> exit_code
   begin_stop(r, "gang", why);
 }
 
-void Workspace::begin_stop(RunRecord& r, const std::string& kind, const std::string& reason) {
+void Lifecycle::begin_stop(RunRecord& r, const std::string& kind, const std::string& reason) {
   r.stop_kind = kind;
   r.stop_reason = reason;
   r.stop_started_ms = now();
@@ -102,7 +303,7 @@ void Workspace::begin_stop(RunRecord& r, const std::string& kind, const std::str
   logs_.wake();
 }
 
-void Workspace::maybe_finish_attempt(RunRecord& r) {
+void Lifecycle::maybe_finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   if (!a || over(*a)) return;
   for (const auto& n : a->nodes)
@@ -112,30 +313,32 @@ void Workspace::maybe_finish_attempt(RunRecord& r) {
 
 // An attempt's end, in three steps: give back what it held, name how it ended, and decide what the run
 // does next (end, or wait in the queue again). Then the queue moves at once.
-void Workspace::finish_attempt(RunRecord& r) {
+void Lifecycle::finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   a->ended_at_ms = now();
   health_.forget(r.info, a->number);
   release_attempt(r, *a);
   std::string end = attempt_end(r, *a);
-  services_->end_mlflow_run(a->mlflow_run_id, end);
+  services_.end_mlflow_run(a->mlflow_run_id, end);
   settle_run(r, *a, end);
   save(r);
   schedule();  // its GPUs are free (and it may be queued again): the queue moves now, not on the next tick
   logs_.wake();
 }
 
-// Agents get the grace to exit, GPUs go back, the batch job is removed, the attempt's token is revoked.
-void Workspace::release_attempt(RunRecord& r, const api::AttemptInfo& a) {
+// THE ATTEMPT-END POINT: every attempt that ends passes here once (finish_attempt), whatever ended it.
+// Agents get the grace to exit, its GPUs go back to the queue, the batch job is removed, the attempt's token
+// is revoked. What is recorded when an attempt's GPUs come back (usage) belongs here.
+void Lifecycle::release_attempt(RunRecord& r, const api::AttemptInfo& a) {
   for (int n = 0; n < static_cast<int>(r.agent_pids.size()); ++n)
     if (r.agent_pids[n] > 0) lingering_.push_back({r.agent_pids[n], now() + opts_.stop_grace_ms});
-  release_gpus(r);
+  queue_.release(a);
   // The batch job may still be ending (or hold processes that did not stop): scancel it; a no-op when done.
   if (!a.job_id.empty()) job_cancels_.push_back({a.job_id, 0});
-  auth_->revoke_node_token(r.info.run_id, a.number);
+  auth_.revoke_node_token(r.info.run_id, a.number);
 }
 
-std::string Workspace::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
+std::string Lifecycle::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
   bool all_ok = true;
   for (const auto& n : a.nodes) all_ok = all_ok && n.state == "SUCCEEDED";
   const std::string& kind = r.stop_kind;
@@ -146,7 +349,7 @@ std::string Workspace::attempt_end(const RunRecord& r, const api::AttemptInfo& a
                                 : "FAILED";
 }
 
-void Workspace::settle_run(RunRecord& r, api::AttemptInfo& a, const std::string& end) {
+void Lifecycle::settle_run(RunRecord& r, api::AttemptInfo& a, const std::string& end) {
   a.state = end;
   restarted_runs_.erase(r.info.run_id);
   auto end_run = [&](const std::string& message) {
@@ -167,24 +370,23 @@ void Workspace::settle_run(RunRecord& r, api::AttemptInfo& a, const std::string&
     // Not the run's end and not a failure: no retry is spent; the run waits again with its place.
     a.reason = r.stop_reason;
     r.info.state = "PENDING";
-    requeue(r, fmt::format("attempt {} {}", a.number, r.stop_reason));
+    queue_.requeue(r, fmt::format("attempt {} {}", a.number, r.stop_reason));
   } else {
     if (a.reason.empty()) a.reason = r.stop_reason;
     int failures = 0;  // preempted attempts were not failures: they spend no retry
     for (const auto& x : r.info.attempts) failures += x.state == "PREEMPTED" ? 0 : 1;
     if (r.info.max_retries < 0 || failures <= r.info.max_retries)
-      requeue(r, fmt::format("attempt {} failed ({}); retrying", a.number, a.reason));
+      queue_.requeue(r, fmt::format("attempt {} failed ({}); retrying", a.number, a.reason));
     else
       end_run(a.reason + (a.number > 1 ? fmt::format(" (after {} attempts)", a.number) : ""));
   }
 }
 
-void Workspace::tick() {
-  prune_audit();
+void Lifecycle::tick() {
   run_launches();
   poll_jobs();
   run_job_cancels();
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(runs_.mu());
   for (RunRecord* r : runs_.prune_active()) tick_run(*r);  // the ended leave the index here, and only here
   schedule();
   // Agents of ended attempts normally exit on their own; whatever is left after the grace is killed, so
@@ -192,16 +394,16 @@ void Workspace::tick() {
   int64_t t = now();
   std::vector<Lingering> keep;
   for (const auto& l : lingering_) {
-    if (!backend_->agent_alive(l.agent_pid)) continue;
-    if (t >= l.deadline_ms) backend_->kill_node(l.agent_pid);
+    if (!backend_.agent_alive(l.agent_pid)) continue;
+    if (t >= l.deadline_ms) backend_.kill_node(l.agent_pid);
     else keep.push_back(l);
   }
   lingering_ = std::move(keep);
 }
 
-void Workspace::tick_run(RunRecord& r) {
+void Lifecycle::tick_run(RunRecord& r) {
   api::AttemptInfo* a = current(r);
-  if (!a || waiting(r)) return;  // queued: schedule() starts it
+  if (!a || Queue::waiting(r)) return;  // queued: schedule() starts it
   if (over(*a)) return;
   int64_t t = now();
   if (!r.stop_kind.empty()) {
@@ -209,7 +411,7 @@ void Workspace::tick_run(RunRecord& r) {
       // Nodes that will never answer (their agent is gone) need not hold the stop up.
       for (auto& n : a->nodes)
         if (!is_node_terminal(n.state) && n.rank < static_cast<int>(r.agent_pids.size()) &&
-            r.agent_pids[n.rank] > 0 && !backend_->agent_alive(r.agent_pids[n.rank])) {
+            r.agent_pids[n.rank] > 0 && !backend_.agent_alive(r.agent_pids[n.rank])) {
           n.state = "LOST";
           n.message = "agent exited while being stopped";
         }
@@ -218,7 +420,7 @@ void Workspace::tick_run(RunRecord& r) {
     }
     for (auto& n : a->nodes)
       if (!is_node_terminal(n.state)) {
-        if (n.rank < static_cast<int>(r.agent_pids.size())) backend_->kill_node(r.agent_pids[n.rank]);
+        if (n.rank < static_cast<int>(r.agent_pids.size())) backend_.kill_node(r.agent_pids[n.rank]);
         n.state = "LOST";
         n.message = fmt::format("killed by the workspace: no exit {} s after stop", opts_.stop_grace_ms / 1000);
       }
@@ -236,7 +438,7 @@ void Workspace::tick_run(RunRecord& r) {
     if (is_node_terminal(n.state)) continue;
     int pid = n.rank < static_cast<int>(r.agent_pids.size()) ? r.agent_pids[n.rank] : 0;
     auto& rt = runtime_[{r.info.run_id, a->number, n.rank}];
-    if (pid > 0 && !backend_->agent_alive(pid)) {
+    if (pid > 0 && !backend_.agent_alive(pid)) {
       n.state = "LOST";
       node_failed(r, n.rank, std::nullopt,
                   fmt::format("the agent of node {} exited without reporting an end (see its agent log)", n.rank), {});
@@ -260,7 +462,7 @@ void Workspace::tick_run(RunRecord& r) {
 // failed (its command may be stuck in a collective forever, which no exit code or heartbeat reveals); at
 // half that it is alerted. The clock starts at the node's first check, so a restarted workspace gives every
 // node a full period again.
-bool Workspace::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
+bool Lifecycle::check_stall(RunRecord& r, api::AttemptInfo& a, int64_t t) {
   std::vector<int64_t> last_output(a.nodes.size());
   for (const auto& n : a.nodes) last_output[n.rank] = runtime_[{r.info.run_id, a.number, n.rank}].last_output_ms;
   health::WatchResult w = health_.watch(r.info, a, last_output, t, opts_.minute_ms);
