@@ -24,6 +24,7 @@
 #include "server/api/files.h"
 #include "server/health/run_health.h"
 #include "server/api/identity.h"
+#include "server/api/scheduling.h"
 #include "server/api/secrets.h"
 #include "server/api/unity_catalog.h"
 #include "server/backends/local.h"
@@ -117,6 +118,7 @@ class Api {
     install_files_routes(srv_, ws_);  // Databricks' Files API over /Volumes (server/api/files.cc)
     install_unity_catalog_routes(srv_, ws_.auth(), ws_.volume_access());  // volumes and their grants (server/api/unity_catalog.cc)
     install_identity_routes(srv_, ws_.auth());  // SCIM, tokens, the audit log (server/api/identity.cc)
+    install_scheduling_routes(srv_, ws_.auth(), ws_.fairness());  // quotas and usage (server/api/scheduling.cc)
     srv_.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -552,6 +554,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& [name, partition] : nb.file.slurm_pool_partitions) wo.pools.push_back({name, 0});
   if (nb.file.default_runtime_minutes) wo.default_runtime_minutes = *nb.file.default_runtime_minutes;
   if (nb.file.preemption) wo.preemption = *nb.file.preemption;
+  wo.fair = nb.file.fair;
   Workspace ws(wo, std::move(nb.backend));
   install_routes(*srv, ws);
 

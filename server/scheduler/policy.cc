@@ -11,6 +11,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <unordered_map>
 
 namespace air::server::sched {
 
@@ -341,38 +342,62 @@ class PoolScheduler {
 
 // Fair share levels: GPU-milliseconds (recorded, decayed, plus what running runs used so far, plus the
 // runs already placed ahead in this ordering) over shares. A user in no group stands as its own group.
+// Owners and groups are numbered once per pass, so ordering 10,000 runs is arithmetic, not map look-ups.
 class Levels {
  public:
   Levels(const Input& in, const Options& o) : in_(in), o_(o) {
     for (const RunningJob& r : in.running) {
       double used = double(r.gpus) * double(std::max<int64_t>(0, in.now_ms - r.started_ms));
-      user_[r.owner] += used;
-      if (!r.group.empty()) group_[r.group] += used;
+      int u = user(r.owner, r.group);
+      users_[u].used += used;
+      if (users_[u].group >= 0) groups_[users_[u].group].used += used;
     }
   }
-  // (group level, user level): the lower goes first.
-  std::pair<double, double> of(const std::string& user, const std::string& group) const {
-    double u = (lookup(in_.usage.user_usage, user) + lookup(user_, user)) / in_.usage.user_share(user);
-    if (group.empty()) return {u, u};
-    double g = (lookup(in_.usage.group_usage, group) + lookup(group_, group)) / in_.usage.group_share(group);
-    return {g, u};
+  // The owner's number (made on first sight, with its recorded usage and share).
+  int user(const std::string& name, const std::string& group) {
+    auto [it, fresh] = user_index_.try_emplace(name, static_cast<int>(users_.size()));
+    if (fresh) {
+      int g = -1;
+      if (!group.empty()) {
+        auto [git, gfresh] = group_index_.try_emplace(group, static_cast<int>(groups_.size()));
+        if (gfresh) groups_.push_back({lookup(in_.usage.group_usage, group), in_.usage.group_share(group)});
+        g = git->second;
+      }
+      users_.push_back({lookup(in_.usage.user_usage, name), in_.usage.user_share(name), g});
+    }
+    return it->second;
   }
-  void place(const QueuedJob& j) {
-    double amount = double(j.gpus) * double(j.expected_ms > 0 ? j.expected_ms
-                                                            : j.runtime_bound_ms > 0 ? j.runtime_bound_ms
-                                                                                     : o_.default_runtime_ms);
-    user_[j.owner] += amount;
-    if (!j.group.empty()) group_[j.group] += amount;
+  // (group level, user level): the lower goes first.
+  std::pair<double, double> of(int u) const {
+    const User& x = users_[u];
+    double lu = x.used / x.share;
+    if (x.group < 0) return {lu, lu};
+    return {groups_[x.group].used / groups_[x.group].share, lu};
+  }
+  void place(int u, const QueuedJob& j) {
+    int64_t ms = j.expected_ms > 0 ? j.expected_ms : j.runtime_bound_ms > 0 ? j.runtime_bound_ms : o_.default_runtime_ms;
+    double amount = double(j.gpus) * double(ms);
+    users_[u].used += amount;
+    if (users_[u].group >= 0) groups_[users_[u].group].used += amount;
   }
 
  private:
+  struct User {
+    double used, share;
+    int group;
+  };
+  struct Group {
+    double used, share;
+  };
   static double lookup(const std::map<std::string, double>& m, const std::string& k) {
     auto it = m.find(k);
     return it == m.end() ? 0 : it->second;
   }
   const Input& in_;
   const Options& o_;
-  std::map<std::string, double> user_, group_;
+  std::vector<User> users_;
+  std::vector<Group> groups_;
+  std::unordered_map<std::string, int> user_index_, group_index_;
 };
 
 bool submit_order(const QueuedJob* a, const QueuedJob* b) {
@@ -385,36 +410,42 @@ bool submit_order(const QueuedJob* a, const QueuedJob* b) {
 // lowest places its oldest run, which raises its level by that run's GPUs x expected runtime, so owners
 // take turns by share (weighted fair queueing). Levels only grow, so a stale heap entry is re-keyed lazily.
 void fair_order(std::vector<const QueuedJob*>::iterator b, std::vector<const QueuedJob*>::iterator e, Levels& lv) {
-  std::map<std::string, std::vector<const QueuedJob*>> by_owner;  // each in submit order (the range is)
-  for (auto it = b; it != e; ++it) by_owner[(*it)->owner].push_back(*it);
-  if (by_owner.size() < 2) return;
+  std::vector<std::vector<const QueuedJob*>> lists;  // per owner, in submit order (the range is)
+  std::vector<int> owner_of;                          // list -> the owner's number
+  std::unordered_map<int, size_t> list_of;
+  for (auto it = b; it != e; ++it) {
+    int u = lv.user((*it)->owner, (*it)->group);
+    auto [at, fresh] = list_of.try_emplace(u, lists.size());
+    if (fresh) lists.emplace_back(), owner_of.push_back(u);
+    lists[at->second].push_back(*it);
+  }
+  if (lists.size() < 2) return;
   struct Entry {
     std::pair<double, double> level;
+    size_t list, k;
     const QueuedJob* next;
-    size_t k;
-    std::vector<const QueuedJob*>* list;
     bool operator>(const Entry& o) const {
       if (level != o.level) return level > o.level;
       return submit_order(o.next, next);
     }
   };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  for (auto& [owner, list] : by_owner) heap.push({lv.of(owner, list[0]->group), list[0], 0, &list});
+  for (size_t l = 0; l < lists.size(); ++l) heap.push({lv.of(owner_of[l]), l, 0, lists[l][0]});
   auto out = b;
   while (!heap.empty()) {
     Entry top = heap.top();
     heap.pop();
-    auto now = lv.of(top.next->owner, top.next->group);
+    auto now = lv.of(owner_of[top.list]);
     if (now != top.level) {
       top.level = now;
       heap.push(top);
       continue;
     }
     *out++ = top.next;
-    lv.place(*top.next);
-    if (++top.k < top.list->size()) {
-      top.next = (*top.list)[top.k];
-      top.level = lv.of(top.next->owner, top.next->group);
+    lv.place(owner_of[top.list], *top.next);
+    if (++top.k < lists[top.list].size()) {
+      top.next = lists[top.list][top.k];
+      top.level = lv.of(owner_of[top.list]);
       heap.push(top);
     }
   }

@@ -65,6 +65,8 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
   });
   volume_access_->adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
   queue_ = std::make_unique<Queue>(opts_, backend_->total_gpus(), runs_, clock);
+  fairness_ = std::make_unique<Fairness>(opts_.home + "/workspace.db", opts_.fair, *identity_, clock);
+  queue_->set_fairness(fairness_.get());
   lifecycle_ = std::make_unique<Lifecycle>(Lifecycle::Parts{opts_, *backend_, store_, logs_, runs_, *queue_, *auth_,
                                                             *services_, *volume_access_, volumes_, *identity_});
 }
@@ -195,6 +197,10 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
       return earlier;
     }
   }
+  // Quotas (docs/scheduler.md): a run larger than its owner's quota, or past a full queued-runs quota.
+  if (std::string why = fairness_->refusal(who.user, pool, w.compute.gpu ? w.compute.num_accelerators : 0, runs_);
+      !why.empty())
+    throw HttpError(400, "QUOTA_EXCEEDED", why + "; nothing was submitted");
   RunRecord r;
   r.seq = ++seq_;
   auto& i = r.info;

@@ -24,6 +24,7 @@
 #include "server/workspace/access.h"
 #include "server/workspace/auth.h"
 #include "server/workspace/errors.h"
+#include "server/workspace/fairness.h"
 #include "server/workspace/isolation.h"
 #include "server/workspace/lifecycle.h"
 #include "server/workspace/options.h"
@@ -83,6 +84,9 @@ class Workspace {
   api::RunList list(int limit, bool all_status, const Principal& who, bool all_users) const;
   api::CancelReply cancel(const std::string& run_id) { return lifecycle_->cancel(run_id); }
 
+  // Fair share, quotas and usage records (server/workspace/fairness.h).
+  Fairness& fairness() { return *fairness_; }
+
   // The agents' routes and the log reads (server/workspace/lifecycle.h).
   Lifecycle& lifecycle() { return *lifecycle_; }
   api::NodeSpec node_spec(const std::string& run_id, int attempt, int node) const {
@@ -131,6 +135,7 @@ class Workspace {
   std::unique_ptr<Auth> auth_;
   std::unique_ptr<Snapshots> snapshots_;
   RunTable runs_;  // every run, the active index, idempotency keys, the run lock (run_table.h)
+  std::unique_ptr<Fairness> fairness_;  // before queue_: the queue holds a pointer to it
   std::unique_ptr<Queue> queue_;
   std::unique_ptr<Lifecycle> lifecycle_;
   int64_t seq_ = 0;  // the last submission's number (run lock)
