@@ -208,3 +208,24 @@ TEST_CASE("quotas: with borrowing a group uses idle GPUs past its quota and give
   CHECK(b.started(bob));
   CHECK(b.ws->get(ml[7]).attempts.at(0).state == "PREEMPTED");
 }
+
+TEST_CASE("estimates: a workload that took 20 s before is expected to take 20 s, the bound said beside it") {
+  Box b;
+  std::vector<std::string> first;
+  for (int k = 0; k < 8; ++k) first.push_back(b.submit("alice", 1));
+  b.clock += 20'000;
+  for (const auto& id : first) b.finish(id);
+  std::vector<std::string> again;
+  for (int k = 0; k < 9; ++k) again.push_back(b.submit("alice", 1));
+  b.clock += 5'000;
+  b.ws->tick();
+  auto w = b.ws->get(again[8]);
+  REQUIRE(w.current_attempt == 0);
+  // Without history this was "estimated start in ~1 h" (default_runtime_minutes for every run ahead).
+  CHECK(w.status_message ==
+        "queued: position 1 of 1, waiting for 1 GPU, reserved: 0 of 1 held, estimated start in < 1 min "
+        "(from the earlier runtimes of 1 of the 1 run ahead; in ~1 h if all use their full bound)");
+  // The first runs took 20,000 to 20,007 ms (submitted a millisecond apart, ended together): the median.
+  int64_t after = *w.estimated_start_ms - b.ws->get(again[0]).attempts.at(0).started_at_ms;
+  CHECK((after >= 20'000 && after <= 20'007));
+}
