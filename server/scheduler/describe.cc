@@ -39,8 +39,12 @@ std::string describe(const Waiting& w, int64_t now_ms) {
   // With history the estimate is the runs' usual times; the bound figure is what it would be if every
   // run used its full timeout (or default_runtime_minutes), and is said beside it when it differs.
   if (w.estimate_known > 0 && w.bound_start_ms && *w.bound_start_ms != *w.estimated_start_ms)
-    s += fmt::format(" (from the earlier runtimes of {} of the {} ahead; {} if all use their full bound)",
-                     w.estimate_known, plural(w.estimate_runs, "run", "runs"), in_about(*w.bound_start_ms - now_ms));
+    s += fmt::format(" ({}; {} if all use their full bound)",
+                     w.estimate_known == w.estimate_runs
+                         ? std::string("from earlier runtimes")
+                         : fmt::format("{} of {} runs ahead from earlier runtimes, the others by their bound",
+                                       w.estimate_known, w.estimate_runs),
+                     in_about(*w.bound_start_ms - now_ms));
   return s;
 }
 

@@ -268,7 +268,18 @@ TEST_CASE("estimates: from history where there is one, the bound kept as a bound
   CHECK(*w.bound_start_ms == 60 * kMin);
   CHECK(describe(w, in.now_ms) ==
         "queued: position 1 of 1, waiting for 1 GPU, reserved: 0 of 1 held, estimated start in < 1 min "
-        "(from the earlier runtimes of 1 of the 1 run ahead; in ~1 h if all use their full bound)");
+        "(from earlier runtimes; in ~1 h if all use their full bound)");
+  // Only some runs ahead have history: said so.
+  Input mixed = box(8, 0);
+  for (int k = 0; k < 8; ++k) {
+    mixed.running.push_back(run("m" + std::to_string(k), "a", 1, 0));
+    mixed.running.back().runtime_bound_ms = k < 4 ? 60 * kMin : 30 * kMin;
+    mixed.running.back().expected_ms = k < 4 ? 20000 : 0;
+  }
+  mixed.queued = {job("five", "b", 5, 0)};
+  CHECK(describe(waiting(decide(mixed), "five"), 0) ==
+        "queued: position 1 of 1, waiting for 5 GPUs, reserved: 0 of 5 held, estimated start in ~30 min (4 of 5 runs "
+        "ahead from earlier runtimes, the others by their bound; in ~1 h if all use their full bound)");
   // A run past its usual time is assumed to run to its bound.
   in.now_ms = 30000;
   CHECK(*waiting(decide(in), "q").estimated_start_ms == 60 * kMin);

@@ -224,7 +224,7 @@ TEST_CASE("estimates: a workload that took 20 s before is expected to take 20 s,
   // Without history this was "estimated start in ~1 h" (default_runtime_minutes for every run ahead).
   CHECK(w.status_message ==
         "queued: position 1 of 1, waiting for 1 GPU, reserved: 0 of 1 held, estimated start in < 1 min "
-        "(from the earlier runtimes of 1 of the 1 run ahead; in ~1 h if all use their full bound)");
+        "(from earlier runtimes; in ~1 h if all use their full bound)");
   // The first runs took 20,000 to 20,007 ms (submitted a millisecond apart, ended together): the median.
   int64_t after = *w.estimated_start_ms - b.ws->get(again[0]).attempts.at(0).started_at_ms;
   CHECK((after >= 20'000 && after <= 20'007));
