@@ -146,6 +146,10 @@ void Queue::attempt_ended(const RunRecord& r, const api::AttemptInfo& a, const s
   if (fair_) fair_->record(r, a, end);
 }
 
+std::string Queue::quota_refusal(const std::string& user, const std::string& pool, int gpus) const {
+  return fair_ ? fair_->refusal(user, pool, gpus, runs_) : "";
+}
+
 void Queue::leave(RunRecord& r) {
   r.info.queue_position = r.info.queue_length = r.info.gpus_reserved = 0;
   r.info.estimated_start_ms.reset();

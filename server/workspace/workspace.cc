@@ -198,7 +198,7 @@ api::RunInfo Workspace::submit(const api::SubmitRequest& req, const Principal& w
     }
   }
   // Quotas (docs/scheduler.md): a run larger than its owner's quota, or past a full queued-runs quota.
-  if (std::string why = fairness_->refusal(who.user, pool, w.compute.gpu ? w.compute.num_accelerators : 0, runs_);
+  if (std::string why = queue_->quota_refusal(who.user, pool, w.compute.gpu ? w.compute.num_accelerators : 0);
       !why.empty())
     throw HttpError(400, "QUOTA_EXCEEDED", why + "; nothing was submitted");
   RunRecord r;
