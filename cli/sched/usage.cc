@@ -22,6 +22,12 @@ struct Args {
   std::string by = "user", since, user;
 };
 
+// Hours with two decimals; a little use is not shown as none.
+std::string hours(double seconds) {
+  if (seconds > 0 && seconds < 36) return "<0.01";
+  return fmt::format("{:.2f}", seconds / 3600);
+}
+
 }  // namespace
 
 void setup_usage(CLI::App& app, Context& ctx) {
@@ -54,11 +60,11 @@ void setup_usage(CLI::App& app, Context& ctx) {
     *ctx.out << fmt::format("{:<24} {:>10} {:>12} {:>9} {:>6}\n", header, "GPU-HOURS", "WALL-HOURS", "ATTEMPTS", "RUNS");
     double gpu = 0, wall = 0;
     for (const auto& row : r.rows) {
-      *ctx.out << fmt::format("{:<24} {:>10.2f} {:>12.2f} {:>9} {:>6}\n", row.key.empty() ? "(none)" : row.key,
-                              row.gpu_seconds / 3600, row.wall_seconds / 3600, row.attempts, row.runs);
+      *ctx.out << fmt::format("{:<24} {:>10} {:>12} {:>9} {:>6}\n", row.key.empty() ? "(none)" : row.key,
+                              hours(row.gpu_seconds), hours(row.wall_seconds), row.attempts, row.runs);
       gpu += row.gpu_seconds, wall += row.wall_seconds;
     }
-    *ctx.out << fmt::format("{:<24} {:>10.2f} {:>12.2f}\n", "total", gpu / 3600, wall / 3600);
+    *ctx.out << fmt::format("{:<24} {:>10} {:>12}\n", "total", hours(gpu), hours(wall));
   });
 }
 
