@@ -1,10 +1,14 @@
 // Fair share's part of the workspace (fairness.h): groups, usage, quotas and history for the policy.
 #include "server/workspace/fairness.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "core/base/error.h"
 #include "server/scheduler/estimate.h"
 #include "server/store/identity.h"
+#include "server/workspace/errors.h"
 #include "server/workspace/queue.h"
 #include "server/workspace/run_spec.h"
 #include "server/workspace/run_table.h"
@@ -28,9 +32,12 @@ void keep(std::deque<int64_t>& d, int64_t v, size_t n) {
 }  // namespace
 
 Fairness::Fairness(const std::string& db_path, sched::FairConfig conf, const IdentityStore& ids,
-                   std::function<int64_t()> now)
-    : conf_(std::move(conf)), ids_(ids), now_(std::move(now)), store_(db_path),
+                   std::function<int64_t()> now, std::vector<std::string> pools)
+    : conf_(std::move(conf)), pools_(std::move(pools)), ids_(ids), now_(std::move(now)), store_(db_path),
       users_(conf_.half_life_ms), groups_(conf_.half_life_ms) {
+  for (const sched::Quota& q : conf_.quotas)
+    if (std::string why = unknown_pool(q.pool); !why.empty())
+      throw Error("server.conf: [quotas] " + sched::quota_subject(q) + ": " + why, "name one of the pools, or none for every pool");
   // Records older than 20 half-lives weigh less than a millionth: not read back. Without decay, all are.
   int64_t t = now_();
   int64_t from = conf_.half_life_ms > 0 ? std::max<int64_t>(0, t - 20 * conf_.half_life_ms) : 0;
@@ -172,7 +179,15 @@ std::vector<QuotaEntry> Fairness::quotas() const {
   return out;
 }
 
+std::string Fairness::unknown_pool(const std::string& pool) const {
+  if (pool == sched::kAllPools || pools_.empty() || std::find(pools_.begin(), pools_.end(), pool) != pools_.end()) return "";
+  std::string names;
+  for (const auto& p : pools_) names += (names.empty() ? "" : ", ") + p;
+  return fmt::format("pool '{}' is not a pool of this workspace (pools: {})", pool, names);
+}
+
 void Fairness::set_quota(const sched::Quota& q, const std::string& by) {
+  if (std::string why = unknown_pool(q.pool); !why.empty()) throw HttpError(400, "INVALID_ARGUMENT", why);
   std::lock_guard lock(mu_);
   store_.set_quota(q, by, now_());
   admin_quotas_ = store_.quotas();

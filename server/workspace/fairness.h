@@ -24,8 +24,10 @@ struct RunRecord;
 
 class Fairness {
  public:
-  // Reads the usage history back (the decayed sums and the runtimes estimates use).
-  Fairness(const std::string& db_path, sched::FairConfig conf, const IdentityStore& ids, std::function<int64_t()> now);
+  // Reads the usage history back (the decayed sums and the runtimes estimates use). `pools`: the names a
+  // quota may name (besides "*"); a server.conf quota naming another is an error (air::Error).
+  Fairness(const std::string& db_path, sched::FairConfig conf, const IdentityStore& ids, std::function<int64_t()> now,
+           std::vector<std::string> pools);
 
   // The group a user's runs count in: of its groups (not the built-in `users` and `admins`), the first by
   // name that has a share or a quota, else the first by name; "" for none.
@@ -41,6 +43,7 @@ class Fairness {
 
   // Quotas: server.conf's, then the admin-set ones (which replace the file's of the same user/group/pool).
   std::vector<QuotaEntry> quotas() const;
+  // Throws HttpError 400 for a pool this workspace does not have.
   void set_quota(const sched::Quota& q, const std::string& by);
   bool remove_quota(sched::Quota::Kind kind, const std::string& name, const std::string& pool);
   // Usage records that ended at or after since_ms (only `user`'s where given).
@@ -52,9 +55,11 @@ class Fairness {
  private:
   std::vector<sched::Quota> effective_quotas() const;  // with mu_ held
   std::string group_locked(const std::string& user) const;
+  std::string unknown_pool(const std::string& pool) const;  // why `pool` is not one of pools_ ("" when it is)
   void learn(const UsageRecord& rec);  // with mu_ held
 
   sched::FairConfig conf_;
+  std::vector<std::string> pools_;
   const IdentityStore& ids_;
   std::function<int64_t()> now_;
   UsageStore store_;

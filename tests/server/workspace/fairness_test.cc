@@ -173,6 +173,13 @@ TEST_CASE("quotas: a group held to 4 GPUs never runs more, and a run larger than
   b.ws->fairness().set_quota({sched::Quota::Kind::kGroup, "ml", sched::kAllPools, 5, -1}, "admin");
   b.ws->tick();
   CHECK(b.running() == 6);
+  // A pool the workspace does not have is refused, naming its pools.
+  try {
+    b.ws->fairness().set_quota({sched::Quota::Kind::kGroup, "ml", "trainig", 2, -1}, "admin");
+    FAIL("a quota of an unknown pool was accepted");
+  } catch (const HttpError& e) {
+    CHECK(std::string(e.what()) == "pool 'trainig' is not a pool of this workspace (pools: default)");
+  }
   auto q = b.ws->fairness().quotas();
   REQUIRE(q.size() == 1);
   CHECK((q[0].quota.max_gpus == 5 && q[0].set_by == "admin"));
