@@ -13,6 +13,7 @@
 #include "cli/run/submit.h"
 #include "cli/run/secret_check.h"
 #include "cli/secrets/secrets.h"
+#include "cli/sched/sched.h"
 #include "cli/verbs.h"
 #include "core/base/edit_distance.h"
 #include "core/base/error.h"
@@ -40,6 +41,7 @@ constexpr Verb kVerbs[] = {
     {"completion", setup_completion}, {"fs", setup_fs},   {"auth", setup_auth},
     {"users", setup_team},    {"groups", setup_team},     {"tokens", setup_team},
     {"audit", setup_team},    {"volumes", setup_volumes},
+    {"quotas", setup_quotas}, {"usage", setup_usage},
 };
 
 const Verb* find_verb(const std::string& name) {

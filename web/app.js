@@ -1,9 +1,10 @@
 // The page's entry: sign-in with the workspace token, the light/dark theme, and the hash router
-// (#/runs, #/runs/<id>). Nothing here reads or writes the token except through api.js.
+// (#/runs, #/runs/<id>, #/usage). Nothing here reads or writes the token except through api.js.
 import { API, ApiError, getJson, setToken, signOut, token } from './api.js';
 import { el } from './dom.js';
 import { runView } from './run_page.js';
 import { runsView } from './runs_page.js';
+import { usageView } from './usage_page.js';
 
 const main = document.getElementById('app');
 let leave = null;
@@ -38,6 +39,9 @@ function route() {
   if (m) {
     document.title = `${m[1]} · air`;
     leave = runView(main, m[1]);
+  } else if (path === '/usage') {
+    document.title = 'Usage · air';
+    leave = usageView(main);
   } else {
     document.title = 'Runs · air';
     leave = runsView(main, params);

@@ -24,6 +24,7 @@
 #include "server/http/server.h"
 #include "server/api/files.h"
 #include "server/api/identity.h"
+#include "server/api/scheduling.h"
 #include "server/api/nodes.h"
 #include "server/api/route.h"
 #include "server/api/runs.h"
@@ -223,6 +224,7 @@ void install_routes(http::Server& srv, Workspace& ws) {
                        [&lifecycle](const std::string& run_id, int attempt) { return lifecycle.node_spec(run_id, attempt, 0); });
   install_unity_catalog_routes(srv, auth, ws.volume_access());  // volumes and their grants (server/api/unity_catalog.cc)
   install_identity_routes(srv, auth);  // SCIM, tokens, the audit log (server/api/identity.cc)
+  install_scheduling_routes(srv, auth, ws.fairness());  // quotas and usage (server/api/scheduling.cc)
   install_error_handlers(srv);
   auto api = std::make_shared<Api>(auth, ws.options().now_ms);
   srv.set_observer([api](const http::Request& req, const http::Response& res) { api->observe(req, res); });
@@ -269,6 +271,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& [name, partition] : nb.file.slurm_pool_partitions) wo.pools.push_back({name, 0});
   if (nb.file.default_runtime_minutes) wo.default_runtime_minutes = *nb.file.default_runtime_minutes;
   if (nb.file.preemption) wo.preemption = *nb.file.preemption;
+  wo.fair = nb.file.fair;
   Workspace ws(wo, std::move(nb.backend));
   install_routes(*srv, ws);
 

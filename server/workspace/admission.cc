@@ -113,6 +113,7 @@ RunSpec run_spec(const Workload& w, const Snapshot& snapshot) {
   s.node.system_metrics_interval_s = w.system_metrics_interval;
   s.node.step_pattern = w.step_pattern;
   s.mlflow_run_name = w.mlflow_run_name;
+  s.usage_policy_name = w.usage_policy_name;
   return s;
 }
 

@@ -88,7 +88,7 @@ ServerConfig read_server_config(const std::string& path) {
     return Error(fmt::format("{}:{}: {}", path, lineno, what),
                  "keys: backend, advertise_url; in [slurm]: partition, account, option, partition.POOL, "
                  "qos.CLASS, nice.CLASS; in [pools]: NAME = GPUs; in [scheduler]: default_runtime_minutes, "
-                 "preemption");
+                 "preemption; [fair_share], [shares], [quotas]: docs/scheduler.md");
   };
   while (std::getline(in, line)) {
     ++lineno;
@@ -99,7 +99,7 @@ ServerConfig read_server_config(const std::string& path) {
     if (line.front() == '[') {
       if (line.back() != ']') throw bad("malformed section header '" + line + "'");
       section = trim(line.substr(1, line.size() - 2));
-      if (section != "slurm" && section != "pools" && section != "scheduler")
+      if (section != "slurm" && section != "pools" && section != "scheduler" && !sched::is_fair_section(section))
         throw bad("unknown section [" + section + "]");
       continue;
     }
@@ -114,6 +114,9 @@ ServerConfig read_server_config(const std::string& path) {
     else if (section == "slurm" && key == "account") c.slurm_account = value;
     else if (section == "slurm" && key == "option") c.slurm_options.push_back(value);
     else if (section == "slurm" || section == "pools" || section == "scheduler") read_scheduling(c, section, key, value, bad);
+    else if (sched::is_fair_section(section)) {
+      if (std::string why = sched::read_fair_line(c.fair, section, key, value); !why.empty()) throw bad(why);
+    }
     else throw bad(fmt::format("unknown key '{}'{}", key, section.empty() ? "" : " in [" + section + "]"));
   }
   return c;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/scheduler/fair_config.h"
+
 namespace air::server {
 
 struct ServerConfig {
@@ -22,6 +24,7 @@ struct ServerConfig {
   // Slurm: pool -> partition (partition.NAME), priority class -> QOS (qos.CLASS) or nice (nice.CLASS).
   std::map<std::string, std::string> slurm_pool_partitions, slurm_class_qos;
   std::map<std::string, int> slurm_class_nice;
+  sched::FairConfig fair;  // [fair_share], [shares], [quotas] (server/scheduler/fair_config.h)
 };
 
 // Reads path; a missing file gives an empty config. Unknown keys and sections, and malformed lines, are

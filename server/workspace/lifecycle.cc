@@ -92,7 +92,9 @@ void Lifecycle::schedule() {
 
 void Lifecycle::schedule_pass() {
   sched::Decisions d = queue_.decide();
-  for (const auto& p : d.preemptions) preempt(runs_.find(p.victim), p.for_job);
+  for (const auto& p : d.preemptions)
+    preempt(runs_.find(p.victim), p.reclaim ? fmt::format("to give borrowed quota back to run {}", p.for_job)
+                                            : fmt::format("by CRITICAL run {}", p.for_job));
   for (const auto& s : d.starts)
     if (RunRecord& r = runs_.find(s.id); Queue::waiting(r)) start_attempt(r);
   if (queue_.show_waiting(d, runs_)) logs_.wake();
@@ -100,7 +102,7 @@ void Lifecycle::schedule_pass() {
 
 void Lifecycle::preempt(RunRecord& r, const std::string& by) {
   if (!r.stop_kind.empty() || !current(r)) return;
-  begin_stop(r, "preempt", fmt::format("preempted by CRITICAL run {}", by));
+  begin_stop(r, "preempt", "preempted " + by);
 }
 
 std::string Lifecycle::launch(const AttemptLaunch& l, AttemptLaunchResult& res) {
@@ -319,6 +321,7 @@ void Lifecycle::finish_attempt(RunRecord& r) {
   health_.forget(r.info, a->number);
   release_attempt(r, *a);
   RunState end = attempt_end(r, *a);
+  queue_.attempt_ended(r, *a, to_string(end));  // its usage record (GPU-seconds, wall time): docs/scheduler.md "Usage"
   services_.end_mlflow_run(a->mlflow_run_id, end);
   settle_run(r, *a, end);
   save(r);

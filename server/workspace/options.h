@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "server/scheduler/fair_config.h"
 #include "server/scheduler/policy.h"
 #include "server/workspace/isolation.h"
 
@@ -33,6 +34,7 @@ struct WorkspaceOptions {
   std::vector<sched::Pool> pools;
   int64_t default_runtime_minutes = 60;  // the runtime a run without timeout_minutes is assumed to take
   bool preemption = true;                // CRITICAL runs may stop BEST_EFFORT runs of their pool
+  sched::FairConfig fair;                // fair share, shares, quotas, borrowing (server.conf; fairness.h)
   bool ticker = true;                // false: tests call tick() themselves
   int audit_retention_days = 365;    // audit entries older than this are deleted (on start, then hourly); 0: kept
   std::string admin_user = "admin";  // the bootstrap admin's name on a new database (`air server`: the login name)

@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "server/workspace/errors.h"
+#include "server/workspace/fairness.h"
 
 namespace air::server {
 
@@ -85,13 +86,14 @@ sched::Input Queue::input() const {
     int64_t bound = r.info.timeout_minutes ? int64_t(*r.info.timeout_minutes) * opts_.minute_ms : 0;
     std::string pool = r.info.pool_id.empty() ? "default" : r.info.pool_id;
     if (waiting(r)) {
-      in.queued.push_back({id, pool, cls, r.info.submitted_at_ms, r.seq, gpus, bound, ""});
+      in.queued.push_back({id, pool, cls, r.info.submitted_at_ms, r.seq, gpus, bound, r.info.user, "", 0});
       continue;
     }
     for (const auto& a : r.info.attempts)
       if (a.number == r.info.current_attempt && !over(a))
-        in.running.push_back({id, pool, cls, gpus, a.started_at_ms, bound, !r.stop_kind.empty(), ""});
+        in.running.push_back({id, pool, cls, gpus, a.started_at_ms, bound, !r.stop_kind.empty(), r.info.user, "", 0});
   }
+  if (fair_) fair_->feed(in, runs_);  // groups, usage, shares, quotas, runtimes from history
   return in;
 }
 
@@ -111,6 +113,7 @@ sched::Decisions Queue::decide() const {
   o.default_runtime_ms = opts_.default_runtime_minutes * opts_.minute_ms;
   o.stop_grace_ms = opts_.stop_grace_ms;
   o.preemption = opts_.preemption;
+  if (fair_) fair_->options(o);
   return sched::decide(input(), o);
 }
 
@@ -137,6 +140,14 @@ void Queue::requeue(RunRecord& r, const std::string& why) {
   r.stop_reason.clear();
   requeue_note_[r.info.run_id] = why;
   r.info.status_message = why + "; queued again";
+}
+
+void Queue::attempt_ended(const RunRecord& r, const api::AttemptInfo& a, const std::string& end) {
+  if (fair_) fair_->record(r, a, end);
+}
+
+std::string Queue::quota_refusal(const std::string& user, const std::string& pool, int gpus) const {
+  return fair_ ? fair_->refusal(user, pool, gpus, runs_) : "";
 }
 
 void Queue::leave(RunRecord& r) {

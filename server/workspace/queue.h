@@ -20,6 +20,8 @@
 
 namespace air::server {
 
+class Fairness;
+
 class Queue {
  public:
   // total_gpus: the backend's GPU count; < 0 for a batch system, which queues and allocates itself (then
@@ -61,6 +63,12 @@ class Queue {
   void release(const api::AttemptInfo& a);
   bool allocates() const { return total_gpus_ >= 0; }
 
+  // --- fair share (fairness.h): what input() adds beyond the run table, and the usage at an attempt's end ---
+  void set_fairness(Fairness* f) { fair_ = f; }
+  void attempt_ended(const RunRecord& r, const api::AttemptInfo& a, const std::string& end);
+  // At submit: why a run of `gpus` GPUs by `user` in `pool` is refused by a quota ("" when it is not).
+  std::string quota_refusal(const std::string& user, const std::string& pool, int gpus) const;
+
  private:
   const WorkspaceOptions& opts_;
   int total_gpus_;
@@ -69,6 +77,7 @@ class Queue {
   std::set<int> gpus_in_use_;
   std::map<std::string, std::pair<int, int>> pool_gpus_;  // pool -> (first GPU index, count); local backend
   std::map<std::string, std::string> requeue_note_;       // run -> why it waits again (failed, preempted)
+  Fairness* fair_ = nullptr;
 };
 
 }  // namespace air::server

@@ -24,6 +24,7 @@ std::string RunSpec::to_json() const {
               {"dependencies", node.dependencies},
               {"environment_version", node.environment_version},
               {"mlflow_run_name", mlflow_run_name},
+              {"usage_policy_name", usage_policy_name},
               {"system_metrics_interval_s", node.system_metrics_interval_s},
               {"step_pattern", node.step_pattern},
               {"snapshot_path", node.snapshot_path}}
@@ -48,6 +49,7 @@ RunSpec RunSpec::parse(const std::string& text) {
     s.node.system_metrics_interval_s = t.value("system_metrics_interval_s", 10.0);
     s.node.step_pattern = t.value("step_pattern", "");
     s.mlflow_run_name = t.value("mlflow_run_name", "");
+    s.usage_policy_name = t.value("usage_policy_name", "");
   } catch (const json::exception& e) {
     throw HttpError(500, "INTERNAL", std::string("a stored run spec is not readable: ") + e.what());
   }

@@ -15,6 +15,7 @@ struct RunSpec {
   // snapshot_path; the per-attempt and per-node fields (run id, ranks, ports, volumes, limits) stay unset.
   api::NodeSpec node;
   std::string mlflow_run_name;
+  std::string usage_policy_name;  // tags the run's usage records (docs/scheduler.md "Usage")
 
   std::string to_json() const;
   // Throws HttpError 500 for text that is not a stored run spec.

@@ -107,6 +107,10 @@ api::RunInfo Runs::submit(const api::SubmitRequest& req, const Principal& who) {
       return earlier;
     }
   }
+  // Quotas (docs/scheduler.md): a run larger than its owner's quota, or past a full queued-runs quota.
+  if (std::string why = queue_.quota_refusal(who.user, pool, w.compute.gpu ? w.compute.num_accelerators : 0);
+      !why.empty())
+    throw HttpError(400, "QUOTA_EXCEEDED", why + "; nothing was submitted");
   RunRecord r;
   r.seq = ++seq_;
   auto& i = r.info;

@@ -49,6 +49,11 @@ Workspace::Workspace(WorkspaceOptions opts, std::unique_ptr<Backend> backend)
   });
   volume_access_->adopt_volume_folders();  // volumes from before owners existed are the bootstrap admin's
   queue_ = std::make_unique<Queue>(opts_, backend_->total_gpus(), runs_, clock);
+  std::vector<std::string> pools;  // the names a quota may take: the configured pools, else the one pool
+  for (const auto& p : opts_.pools) pools.push_back(p.name);
+  if (pools.empty() && backend_->total_gpus() >= 0) pools.push_back("default");
+  fairness_ = std::make_unique<Fairness>(opts_.home + "/workspace.db", opts_.fair, *identity_, clock, std::move(pools));
+  queue_->set_fairness(fairness_.get());
   lifecycle_ = std::make_unique<Lifecycle>(Lifecycle::Parts{opts_, *backend_, store_, logs_, runs_, *queue_, *auth_,
                                                             *services_, *volume_access_, volumes_, *identity_});
   runs_part_ = std::make_unique<Runs>(Runs::Parts{opts_, store_, runs_, *queue_, *lifecycle_, *auth_, *identity_,

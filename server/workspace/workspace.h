@@ -24,6 +24,7 @@
 #include "server/workspace/access.h"
 #include "server/workspace/auth.h"
 #include "server/workspace/errors.h"
+#include "server/workspace/fairness.h"
 #include "server/workspace/isolation.h"
 #include "server/workspace/lifecycle.h"
 #include "server/workspace/options.h"
@@ -70,6 +71,7 @@ class Workspace {
   VolumeAccess& volume_access() { return *volume_access_; }  // volume owners, grants, their checks
   Snapshots& snapshots() { return *snapshots_; }         // code snapshots: blobs, uploaders, readers
   WorkspaceServices& services() { return *services_; }   // secrets and MLflow
+  Fairness& fairness() { return *fairness_; }            // fair share, quotas, usage records
 
  private:
   int64_t now() const { return opts_.now_ms(); }
@@ -87,6 +89,7 @@ class Workspace {
   std::unique_ptr<Auth> auth_;
   std::unique_ptr<Snapshots> snapshots_;
   RunTable runs_;  // every run, the active index, idempotency keys, the run lock (run_table.h)
+  std::unique_ptr<Fairness> fairness_;  // before queue_: the queue holds a pointer to it
   std::unique_ptr<Queue> queue_;
   std::unique_ptr<Lifecycle> lifecycle_;
   std::unique_ptr<Runs> runs_part_;

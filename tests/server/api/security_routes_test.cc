@@ -251,6 +251,8 @@ struct Team {
         {"schema_new", {{"catalog_name", "main"}, {"name", "fresh"}}},
         {"catalog_grant", {{"changes", {{{"principal", "dave"}, {"add", {"CREATE_SCHEMA"}}}}}}},
         {"schema_grant", {{"changes", {{{"principal", "dave"}, {"add", {"CREATE_VOLUME"}}}}}}},
+        {"quota_set", {{"kind", "group"}, {"name", "ml"}, {"max_gpus", 4}}},
+        {"quota_rm", {{"kind", "group"}, {"name", "nobody"}}},  // none set: an admin is told so (404)
     };
     if (name.empty()) return {};
     if (name == "log") return "1700000000000 o hello\n";

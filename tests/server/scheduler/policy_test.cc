@@ -218,9 +218,9 @@ TEST_CASE("scheduler: positions and estimates for every waiting run", "[sched]")
   CHECK(*waiting(decide(in), "q1").estimated_start_ms == 25 * kMin);
 }
 
-TEST_CASE("scheduler: fair share hook: within a class the owner holding fewer GPUs goes first", "[sched]") {
-  Input in = box(9);
-  in.running = {running("r", 8, 0, 30)};
+TEST_CASE("scheduler: fair share: within a class the owner who used fewer GPUs goes first", "[sched]") {
+  Input in = box(9, 10 * kMin);
+  in.running = {running("r", 8, 0, 30)};  // alice: 8 GPUs for 10 minutes so far
   in.running[0].owner = "alice";
   in.queued = {queued("alice2", 1, 1), queued("bob1", 1, 2)};
   in.queued[0].owner = "alice";
