@@ -99,6 +99,7 @@ std::optional<GpuReading> Nvml::read(int index) const {
   if (api_->utilization(dev, &u) != 0 || api_->memory(dev, &m) != 0) return std::nullopt;
   GpuReading r;
   r.utilization_percent = u.gpu;
+  r.memory_utilization_percent = u.memory;
   r.memory_used_megabytes = static_cast<double>(m.used) / 1e6;
   r.memory_total_megabytes = static_cast<double>(m.total) / 1e6;
   unsigned int mw = 0;
@@ -123,6 +124,11 @@ std::vector<int> visible_gpu_indices(const std::string& cuda_visible_devices, in
     start = comma + 1;
   }
   return out;
+}
+
+bool gpu_working(const GpuReading& g, double busy_percent) {
+  const bool spinning = g.utilization_percent >= kSpinUtilPercent && g.memory_utilization_percent < kSpinMemoryPercent;
+  return g.utilization_percent >= busy_percent && !spinning;
 }
 
 }  // namespace air::health

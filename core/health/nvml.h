@@ -11,6 +11,7 @@ namespace air::health {
 
 struct GpuReading {
   double utilization_percent = 0;  // share of the last sample period a kernel ran (NVML's "gpu" rate)
+  double memory_utilization_percent = 0;  // share of it device memory was read or written (NVML's "memory" rate)
   double memory_used_megabytes = 0;  // 10^6 bytes, as MLflow reports it
   double memory_total_megabytes = 0;
   std::optional<double> power_watts;  // absent where the board does not report power
@@ -34,6 +35,17 @@ class Nvml {
   explicit Nvml(std::unique_ptr<Api> api);
   std::unique_ptr<Api> api_;
 };
+
+// Whether a GPU is doing work, for the stall watchdog: a kernel ran for at least `busy_percent` of the
+// period, and the GPU is not spinning. Spinning: one kernel running all the time (utilisation >=
+// kSpinUtilPercent) that touches no device memory (memory rate < kSpinMemoryPercent) - NCCL's collectives
+// while a peer is gone or hung, which read 100% utilisation for as long as they wait - so a rank hung in a
+// collective counts as idle and the watchdog can end the attempt. Measured on an H200 (torch.cuda._sleep as the
+// spinning kernel): idle 0% / 0% memory, an 8192 bf16 matmul loop 99% / 23%, spinning 100% / 0%, a loop of
+// small (512) matmuls 20% / 0% - small work stays work because it is launch-bound, never 100%.
+inline constexpr double kSpinUtilPercent = 95.0;
+inline constexpr double kSpinMemoryPercent = 1.0;
+bool gpu_working(const GpuReading& g, double busy_percent);
 
 // The NVML indices of a node's GPUs from CUDA_VISIBLE_DEVICES ("0,1", as the local backend hands them
 // out): every device when the list is empty or names GPUs otherwise than by index (UUIDs).

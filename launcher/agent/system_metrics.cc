@@ -74,7 +74,7 @@ std::vector<std::pair<std::string, double>> SystemMetrics::sample() {
       auto g = nvml_->read(index);
       if (!g) continue;
       ++read;
-      busy = busy || g->utilization_percent >= o_.busy_percent;
+      busy = busy || health::gpu_working(*g, o_.busy_percent);
       out.emplace_back(fmt::format("{}gpu_{}_utilization_percentage", prefix_, gpu), g->utilization_percent);
       out.emplace_back(fmt::format("{}gpu_{}_memory_usage_megabytes", prefix_, gpu), g->memory_used_megabytes);
       if (g->memory_total_megabytes > 0)

@@ -42,9 +42,10 @@ done
 grep -q "node 1 .*GPU util .*97" "$E2E_TMP/get_busy.txt" || { cat "$E2E_TMP/get_busy.txt"; fail "air get run shows no GPU summary for node 1"; }
 echo "busy: run $id succeeded after 14 s of silence (default stall timeout 10 s here), no alert"
 
-# 2. Silent and idle.
+# 2. Silent and idle. Node 1's GPU reads 100% utilisation with its memory untouched: a kernel spinning on a
+# flag, as NCCL's do in a collective whose peer is gone; that is no work (core/health/nvml.h gpu_working).
 echo "0 500 81559 60" > "$E2E_TMP/gpu_0"
-echo "0 500 81559 60" > "$E2E_TMP/gpu_1"
+echo "100 500 81559 131 0" > "$E2E_TMP/gpu_1"
 cat > "$E2E_TMP/idle.yaml" <<'YAML'
 experiment_name: health-idle
 compute:

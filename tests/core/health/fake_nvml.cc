@@ -1,7 +1,9 @@
 // A stand-in for libnvidia-ml.so.1 that exports the few NVML functions air's reader calls
 // (core/health/nvml.cc). Its GPUs are the lines of the file named by AIR_FAKE_NVML_STATE, read at every
-// call: "UTIL_PERCENT MEMORY_USED_MB MEMORY_TOTAL_MB POWER_W" (power -1: not reported). Tests and e2e
-// scripts rewrite the file to make a node's GPUs busy or idle.
+// call: "UTIL_PERCENT MEMORY_USED_MB MEMORY_TOTAL_MB POWER_W [MEMORY_UTIL_PERCENT]" (power -1: not reported;
+// memory utilisation, NVML's "memory" rate, defaults to UTIL_PERCENT: a busy GPU reads and writes its memory,
+// while 0 with UTIL > 0 is a kernel spinning on a flag). Tests and e2e scripts rewrite the file to make a node's
+// GPUs busy, spinning or idle.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,14 +40,18 @@ static void state_path(char* out, size_t size) {
 }
 
 // GPU `index`'s line; returns 0 when there is none.
-static int gpu_line(unsigned int index, double v[4]) {
+static int gpu_line(unsigned int index, double v[5]) {
   char path[4096];
   state_path(path, sizeof path);
   FILE* f = path[0] ? fopen(path, "r") : NULL;
   if (!f) return 0;
   unsigned int i = 0;
   int found = 0;
-  while (fscanf(f, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]) == 4) {
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    int n = sscanf(line, "%lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4]);
+    if (n < 4) continue;
+    if (n == 4) v[4] = v[0];
     if (i++ == index) { found = 1; break; }
   }
   fclose(f);
@@ -59,7 +65,7 @@ int nvmlInit_v2(void) {
 }
 int nvmlShutdown(void) { g_init = 0; return 0; }
 int nvmlDeviceGetCount_v2(unsigned int* n) {
-  double v[4];
+  double v[5];
   unsigned int i = 0;
   if (!g_init) return 1;
   while (gpu_line(i, v)) ++i;
@@ -67,22 +73,22 @@ int nvmlDeviceGetCount_v2(unsigned int* n) {
   return 0;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** dev) {
-  double v[4];
+  double v[5];
   if (!g_init || !gpu_line(index, v)) return 2; // NVML_ERROR_INVALID_ARGUMENT
   *dev = (void*)(unsigned long)(index + 1);
   return 0;
 }
 int nvmlDeviceGetUtilizationRates(void* dev, void* out) {
   fake_util* u = (fake_util*)out;
-  double v[4];
+  double v[5];
   if (!gpu_line((unsigned int)(unsigned long)dev - 1, v)) return 2;
   u->gpu = (unsigned int)v[0];
-  u->memory = 0;
+  u->memory = (unsigned int)v[4];
   return 0;
 }
 int nvmlDeviceGetMemoryInfo(void* dev, void* out) {
   fake_memory* m = (fake_memory*)out;
-  double v[4];
+  double v[5];
   if (!gpu_line((unsigned int)(unsigned long)dev - 1, v)) return 2;
   m->used = (unsigned long long)(v[1] * 1e6);
   m->total = (unsigned long long)(v[2] * 1e6);
@@ -90,7 +96,7 @@ int nvmlDeviceGetMemoryInfo(void* dev, void* out) {
   return 0;
 }
 int nvmlDeviceGetPowerUsage(void* dev, unsigned int* mw) {
-  double v[4];
+  double v[5];
   if (!gpu_line((unsigned int)(unsigned long)dev - 1, v) || v[3] < 0) return 3; // NOT_SUPPORTED
   *mw = (unsigned int)(v[3] * 1000.0);
   return 0;

@@ -71,6 +71,31 @@ TEST_CASE("NVML: AIR_NVML_LIBRARY picks the library, and a missing one or a fail
   CHECK(why.find("lacks an NVML function") != std::string::npos);
 }
 
+TEST_CASE("NVML: a kernel that spins without touching memory (a hung NCCL collective) is not work",
+          "[health][nvml]") {
+  // util, memory used, total, power, memory rate: training; a collective spinning on a flag; idle; light work
+  // (small cache-resident matmuls: launch-bound, memory rate 0, as measured on an H200).
+  FakeState state("98 60000 81559 612 41\n100 60000 81559 131 0\n0 60000 81559 70 0\n20 3000 81559 147 0\n");
+  auto nvml = Nvml::load(AIR_FAKE_NVML);
+  REQUIRE(nvml);
+  auto train = nvml->read(0), spin = nvml->read(1), idle = nvml->read(2), light = nvml->read(3);
+  REQUIRE((train && spin && idle && light));
+  CHECK(train->memory_utilization_percent == 41.0);
+  CHECK(spin->utilization_percent == 100.0);
+  CHECK(spin->memory_utilization_percent == 0.0);
+  CHECK(gpu_working(*train, 10));
+  CHECK_FALSE(gpu_working(*spin, 10));
+  CHECK_FALSE(gpu_working(*idle, 10));
+  CHECK(gpu_working(*light, 10));
+  CHECK_FALSE(gpu_working(*light, 50));
+  GpuReading almost;
+  almost.utilization_percent = 96;
+  almost.memory_utilization_percent = 0.5;
+  CHECK_FALSE(gpu_working(almost, 10));
+  almost.memory_utilization_percent = 2;
+  CHECK(gpu_working(almost, 10));
+}
+
 TEST_CASE("CUDA_VISIBLE_DEVICES: a node's own GPUs by NVML index", "[health][nvml]") {
   CHECK(visible_gpu_indices("", 3) == std::vector<int>{0, 1, 2});
   CHECK(visible_gpu_indices("2,0", 4) == std::vector<int>{2, 0});

@@ -415,7 +415,7 @@ TEST_CASE("families: the Qwen3 and Mistral examples read as their workloads' con
   }
 }
 
-TEST_CASE("families: LoRA's modules are the family's; a name the model lacks is refused when the config is read") {
+TEST_CASE("families: LoRA's modules are the family's, and a name the model lacks is refused when the config is read") {
   ModelConfig phi, qwen;
   for (const auto& [name, j] : tiny_family_configs()) {
     if (name == "phi3") phi = parse_model_config(j, "phi3/config.json");
