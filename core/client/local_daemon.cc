@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -159,6 +160,35 @@ void spawn_daemon(const std::string& home, const std::string& air_binary, int pr
 
 // A daemon is alive exactly when it holds the home's lock; a busy one is waited for, never replaced (two
 // daemons on one home split the runs and the tokens).
+namespace {
+
+// A process that is going away but still holds its files: a SIGKILL pending (`kill -9` returns once the
+// signal is queued, before the process acts on it), already exiting (PF_EXITING), or a zombie. The fast path
+// above must not hand out such a daemon: its lock is still held for a moment, and the command's request would
+// meet a reset connection instead of a workspace started again.
+bool process_dying(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return true;
+  std::istringstream rest(line.substr(close + 1));
+  std::string state;
+  unsigned long long field = 0, flags = 0;
+  rest >> state;
+  for (int i = 4; i <= 9 && rest; ++i) rest >> (i == 9 ? flags : field);  // fields 4..8, then flags (9)
+  constexpr unsigned long long kPfExiting = 0x4;
+  if (state == "Z" || state == "X" || state == "x" || (flags & kPfExiting)) return true;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  constexpr unsigned long long kSigkillBit = 1ull << (SIGKILL - 1);
+  while (std::getline(status, line))
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+      if (std::stoull(line.substr(7), nullptr, 16) & kSigkillBit) return true;
+  return false;
+}
+
+}  // namespace
+
 WorkspaceTarget ensure_local_daemon(const std::string& home, const std::string& air_binary) {
   std::error_code ec;
   fs::create_directories(home, ec);
@@ -168,7 +198,8 @@ WorkspaceTarget ensure_local_daemon(const std::string& home, const std::string& 
   };
   // The usual case without a request: the home's daemon holds its lock, and server.json (written once it
   // listens) is that daemon's. A health request here cost a connection and ~1 ms of every command.
-  if (auto d = read_daemon_info(home); d && daemon_lock_holder(home) == d->pid && ::kill(d->pid, 0) == 0)
+  if (auto d = read_daemon_info(home);
+      d && daemon_lock_holder(home) == d->pid && ::kill(d->pid, 0) == 0 && !process_dying(d->pid))
     return target(*d);
   if (auto d = read_daemon_info(home); d && daemon_healthy(*d)) return target(*d);
 
