@@ -1,15 +1,8 @@
-// MLflow metrics from rank 0: a minimal HTTP/1.1 client over a socket and a queue drained by one thread.
+// MLflow metrics from rank 0: a queue drained by one thread, which posts through core/client/http1.h.
 #include "trainer/mlflow_logger.h"
 
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
@@ -19,71 +12,16 @@
 namespace air::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-// Closes the socket however the request ends.
-struct Socket {
-  int fd = -1;
-  ~Socket() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left > 0 ? static_cast<int>(left) : 0;
-}
-
-void wait_ready(int fd, short events, Clock::time_point deadline, const std::string& what) {
-  pollfd p{fd, events, 0};
-  for (;;) {
-    int r = ::poll(&p, 1, remaining_ms(deadline));
-    if (r > 0) return;
-    if (r == 0) throw Error(what + " timed out");
-    if (errno != EINTR) throw Error(what + ": " + std::strerror(errno));
-  }
-}
-
-int connect_to(const HttpUrl& url, Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(url.port);
-  if (int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0)
-    throw Error("cannot resolve " + url.host + ": " + ::gai_strerror(rc));
-  std::string last = "no address";
-  int fd = -1;
-  for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-    int s = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (s < 0) continue;
-    if (::connect(s, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
-      try {
-        wait_ready(s, POLLOUT, deadline, "connecting to " + url.host + ":" + port);
-        int err = 0;
-        socklen_t len = sizeof err;
-        ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err == 0) {
-          fd = s;
-          break;
-        }
-        last = std::strerror(err);
-      } catch (const Error& e) {
-        last = e.what();
-      }
-    } else {
-      last = std::strerror(errno);
-    }
-    ::close(s);
-  }
-  ::freeaddrinfo(res);
-  if (fd < 0) throw Error("cannot connect to " + url.host + ":" + port + ": " + last);
-  return fd;
+// http1's form of a parsed tracking URI.
+http1::Url to_http1(const HttpUrl& u) {
+  const std::string port = std::to_string(u.port);
+  const std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+  return {u.host, port, u.path_prefix, host + ":" + port};
 }
 
 }  // namespace
@@ -118,47 +56,6 @@ HttpUrl parse_http_url(const std::string& url) {
   return u;
 }
 
-HttpReply http_post_json(const HttpUrl& url, const std::string& path, const std::string& body,
-                         const std::string& bearer_token, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  Socket s{connect_to(url, deadline)};
-  std::string req = "POST " + url.path_prefix + path + " HTTP/1.1\r\nHost: " + url.host + ":" +
-                    std::to_string(url.port) + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\nConnection: close\r\nUser-Agent: air-train\r\n";
-  if (!bearer_token.empty()) req += "Authorization: Bearer " + bearer_token + "\r\n";
-  req += "\r\n" + body;
-  for (size_t off = 0; off < req.size();) {
-    ssize_t n = ::send(s.fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      wait_ready(s.fd, POLLOUT, deadline, "sending to " + url.host);
-    } else {
-      throw Error(std::string("sending to ") + url.host + ": " + std::strerror(errno));
-    }
-  }
-  std::string resp;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::recv(s.fd, buf, sizeof buf, 0);
-    if (n > 0) {
-      resp.append(buf, static_cast<size_t>(n));
-    } else if (n == 0) {
-      break;
-    } else if (errno == EAGAIN || errno == EINTR) {
-      wait_ready(s.fd, POLLIN, deadline, "waiting for " + url.host);
-    } else {
-      throw Error(std::string("reading from ") + url.host + ": " + std::strerror(errno));
-    }
-  }
-  HttpReply r;
-  if (resp.rfind("HTTP/1.", 0) != 0 || resp.size() < 12) throw Error("not an HTTP reply from " + url.host);
-  r.status = std::atoi(resp.c_str() + 9);
-  const size_t head_end = resp.find("\r\n\r\n");
-  if (head_end != std::string::npos) r.body = resp.substr(head_end + 4);  // chunking: only shown in errors
-  return r;
-}
-
 std::unique_ptr<MlflowLogger> MlflowLogger::from_environment(std::ostream& warn) {
   const char* uri = std::getenv("MLFLOW_TRACKING_URI");
   const char* run = std::getenv("MLFLOW_RUN_ID");
@@ -177,7 +74,7 @@ std::unique_ptr<MlflowLogger> MlflowLogger::from_environment(std::ostream& warn)
 }
 
 MlflowLogger::MlflowLogger(Options o, const HttpUrl& url, std::ostream& warn)
-    : o_(std::move(o)), url_(url), warn_(warn), thread_([this] { run(); }) {}
+    : o_(std::move(o)), url_(url), conn_(to_http1(url)), warn_(warn), thread_([this] { run(); }) {}
 
 MlflowLogger::~MlflowLogger() {
   flush(std::chrono::seconds(10));
@@ -242,9 +139,22 @@ void MlflowLogger::run() {
     const nlohmann::json body = {{"run_id", o_.run_id}, {"metrics", metrics}};
     bool ok = false;
     try {
-      HttpReply r = http_post_json(url_, "/api/2.0/mlflow/runs/log-batch", body.dump(), o_.token, o_.request_timeout);
-      ok = r.status >= 200 && r.status < 300;
-      if (!ok) warn_once("HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
+      const std::string text = body.dump();
+      Transfer t;
+      t.method = "POST";
+      t.path = "/api/2.0/mlflow/runs/log-batch";
+      t.body = text;
+      t.content_type = "application/json";
+      t.timeout_ms = static_cast<long>(o_.request_timeout.count());
+      const int connects = conn_.connects();
+      HttpResponse r = conn_.perform(t, o_.token);
+      ok = r.ok();
+      const std::string where = url_.host + ":" + std::to_string(url_.port);
+      if (r.status == 0)  // no connection was made (http1 reconnects a kept-alive one that closed), or no reply
+        warn_once((conn_.connects() == connects ? "cannot connect to " : "no reply from ") + where + ": " +
+                  r.transport_error);
+      else if (!ok)
+        warn_once("HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
     } catch (const std::exception& e) {
       warn_once(e.what());
     }

@@ -1,7 +1,7 @@
 // Rank 0's metrics to an MLflow tracking server (MLFLOW_TRACKING_URI, MLFLOW_RUN_ID, MLFLOW_TRACKING_TOKEN):
 // points are queued by the training loop and sent as runs/log-batch from a background thread, so a slow or
-// dead server never blocks or stops training; a failure is reported once. Plain http over sockets: the
-// trainer stays free of libcurl (the GPU image has no curl headers).
+// dead server never blocks or stops training; a failure is reported once. Plain http through core/client's
+// HTTP/1.1 client (air_http1: one connection kept alive), the same one the CLI and the agents use.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/client/http1.h"
+
 namespace air::train {
 
 struct HttpUrl {
@@ -25,15 +27,6 @@ struct HttpUrl {
 
 // Parses "http://host[:port][/prefix]"; throws air::Error for anything else (https included).
 HttpUrl parse_http_url(const std::string& url);
-
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
-
-// One HTTP/1.1 POST with Connection: close; throws air::Error on connection problems or a timeout.
-HttpReply http_post_json(const HttpUrl& url, const std::string& path, const std::string& body,
-                         const std::string& bearer_token, std::chrono::milliseconds timeout);
 
 class MlflowLogger {
  public:
@@ -69,6 +62,7 @@ class MlflowLogger {
 
   Options o_;
   HttpUrl url_;
+  http1::Connection conn_;  // used by the sending thread only
   std::ostream& warn_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;

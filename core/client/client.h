@@ -13,6 +13,7 @@
 
 #include "core/base/diagnostics.h"
 #include "core/base/error.h"
+#include "core/client/transport.h"  // HttpResponse, ProgressFn, Transport
 
 namespace air {
 
@@ -32,23 +33,6 @@ class ApiError : public Error {
   std::vector<Diagnostic> diagnostics_;
 };
 
-struct HttpResponse {
-  long status = 0;             // 0: no response (send() only; transport_error says why)
-  std::string body;
-  std::string transport_error;  // "connection refused", "timed out", ... when status is 0
-  int transport_code = 0;       // when status is 0: libcurl's code, or -1 from our own HTTP/1.1 client
-  bool ok() const { return status >= 200 && status < 300; }
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string header(const std::string& lower_name) const {
-    auto it = headers.find(lower_name);
-    return it == headers.end() ? std::string() : it->second;
-  }
-};
-
-// Called during uploads and downloads with (bytes moved, total bytes; 0 while unknown).
-using ProgressFn = std::function<void(uint64_t, uint64_t)>;
-
-class Transport;
 
 // One connection kept alive between calls; not for use by two threads at once. http:// URLs are served by
 // our own HTTP/1.1 client (core/client/http1.h), https:// by libcurl (loaded then, not at start-up);

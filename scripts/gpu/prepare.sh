@@ -9,6 +9,9 @@ rm -rf "$dest"
 mkdir -p "$dest/include" "$dest/core/base"
 cp -r "$src/CMakeLists.txt" "$src/cmake" "$src/trainer" "$src/scripts" "$src/examples" "$dest/"
 cp "$src/core/base/error.h" "$src/core/base/host.h" "$src/core/base/host.cc" "$src/core/base/process.h" "$src/core/base/process.cc" "$dest/core/base/"
+# The trainer's MLflow logger posts through core/client's HTTP/1.1 client (air_http1, the root CMakeLists.txt).
+mkdir -p "$dest/core/client"
+cp "$src/core/client/http1.h" "$src/core/client/http1.cc" "$src/core/client/transport.h" "$dest/core/client/"
 # air-torchrun needs only the standard library and core/base/{error.h,host.*,process.*}: fsdp_check.sh compiles it with g++ directly
 # (the launcher's CMake target pulls in air_core, whose headers the GPU image lacks).
 mkdir -p "$dest/launcher" "$dest/bench"

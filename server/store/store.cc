@@ -143,11 +143,37 @@ std::vector<std::pair<std::string, std::string>> Store::tokens() const {
   return out;
 }
 
+RunState RunRecord::attempt_state(int number) const {
+  return number >= 1 && number <= static_cast<int>(attempt_states.size()) ? attempt_states[number - 1]
+                                                                           : RunState::kFailed;
+}
+
+void RunRecord::set_attempt_state(int number, RunState s) {
+  if (number < 1) return;
+  if (static_cast<int>(attempt_states.size()) < number) attempt_states.resize(number, RunState::kPending);
+  attempt_states[number - 1] = s;
+}
+
+api::RunInfo RunRecord::wire() const {
+  api::RunInfo out = info;
+  out.state = to_string(state);
+  for (auto& a : out.attempts) a.state = to_string(attempt_state(a.number));
+  return out;
+}
+
+void RunRecord::read_states() {
+  state = run_state_from_string(info.state).value_or(RunState::kFailed);
+  attempt_states.clear();
+  for (const auto& a : info.attempts)
+    set_attempt_state(a.number, run_state_from_string(a.state).value_or(RunState::kFailed));
+}
+
 namespace {
 
 void write_head(sqlite3* db, const RunRecord& r) {
   api::RunInfo head = r.info;
   head.attempts.clear();
+  head.state = to_string(r.state);
   Stmt run(db,
            "INSERT INTO runs(run_id, seq, info_json, spec_json, state, idempotency_key, stop_reason, "
            "stop_kind, stop_started_ms) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
@@ -155,13 +181,13 @@ void write_head(sqlite3* db, const RunRecord& r) {
            "idempotency_key=excluded.idempotency_key, stop_reason=excluded.stop_reason, "
            "stop_kind=excluded.stop_kind, stop_started_ms=excluded.stop_started_ms");
   run.bind(1, r.info.run_id).bind(2, r.seq).bind(3, json(head).dump()).bind(4, r.spec_json)
-      .bind(5, r.info.state).bind(6, r.info.idempotency_key).bind(7, r.stop_reason).bind(8, r.stop_kind)
+      .bind(5, head.state).bind(6, r.info.idempotency_key).bind(7, r.stop_reason).bind(8, r.stop_kind)
       .bind(9, r.stop_started_ms).step();
   for (const auto& a : r.info.attempts) {
     Stmt at(db,
             "INSERT OR REPLACE INTO attempts(run_id, number, state, master_port, started_at_ms, ended_at_ms, "
             "failing_node, failing_exit_code, failing_lines, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
-    at.bind(1, r.info.run_id).bind(2, a.number).bind(3, a.state).bind(4, a.master_port)
+    at.bind(1, r.info.run_id).bind(2, a.number).bind(3, to_string(r.attempt_state(a.number))).bind(4, a.master_port)
         .bind(5, a.started_at_ms).bind(6, a.ended_at_ms).bind(7, a.failing_node)
         .bind(8, a.failing_exit_code).bind(9, json(a.failing_lines).dump()).bind(10, a.reason).step();
   }
@@ -273,6 +299,7 @@ std::vector<RunRecord> Store::load_runs() const {
       }
     }
   }
+  for (RunRecord& r : out) r.read_states();
   return out;
 }
 

@@ -53,7 +53,7 @@ std::string Fairness::workload_key(const api::RunInfo& i) {
 void Fairness::learn(const UsageRecord& r) {
   users_.add(r.user, double(r.gpu_ms()), r.ended_ms);
   if (!r.group.empty()) groups_.add(r.group, double(r.gpu_ms()), r.ended_ms);
-  if (r.state == "SUCCEEDED" && r.wall_ms() > 0) {
+  if (run_state_from_string(r.state) == RunState::kSucceeded && r.wall_ms() > 0) {
     keep(workload_runtimes_[r.workload], r.wall_ms(), kWorkloadHistory);
     keep(owner_runtimes_[r.user], r.wall_ms(), kOwnerHistory);
   }
@@ -129,7 +129,7 @@ void Fairness::feed(sched::Input& in, const RunTable& runs) const {
   in.quotas = effective_quotas();
 }
 
-void Fairness::record(const RunRecord& r, const api::AttemptInfo& a, const std::string& end) {
+void Fairness::record(const RunRecord& r, const api::AttemptInfo& a, RunState end) {
   UsageRecord rec;
   rec.run_id = r.info.run_id;
   rec.attempt = a.number;
@@ -138,7 +138,7 @@ void Fairness::record(const RunRecord& r, const api::AttemptInfo& a, const std::
   rec.priority_class = r.info.priority_class.empty() ? "NORMAL" : r.info.priority_class;
   rec.usage_policy_name = RunSpec::parse(r.spec_json).usage_policy_name;
   rec.workload = workload_key(r.info);
-  rec.state = end;
+  rec.state = to_string(end);  // the usage table keeps the name
   rec.gpus = r.info.gpu ? r.info.num_nodes * r.info.accelerators_per_node : 0;
   rec.started_ms = a.started_at_ms;
   rec.ended_ms = std::max(a.ended_at_ms, a.started_at_ms);

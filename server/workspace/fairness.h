@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/wire/api.h"
+#include "core/wire/run_state.h"
 #include "server/scheduler/fair_config.h"
 #include "server/scheduler/fair_share.h"
 #include "server/scheduler/policy.h"
@@ -37,7 +38,7 @@ class Fairness {
   // Fills in what the queue cannot know: groups, usage, shares, quotas, each run's usual runtime.
   void feed(sched::Input& in, const RunTable& runs) const;
   // At an attempt's end (once per attempt; a second call is ignored): its usage record and history.
-  void record(const RunRecord& r, const api::AttemptInfo& a, const std::string& end);
+  void record(const RunRecord& r, const api::AttemptInfo& a, RunState end);
   // At submit (run lock held): why a run of `gpus` GPUs by `user` in `pool` is refused, or "".
   std::string refusal(const std::string& user, const std::string& pool, int gpus, const RunTable& runs) const;
 

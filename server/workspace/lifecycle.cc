@@ -67,7 +67,7 @@ void Lifecycle::load() {
     if (auto* a = current(r)) {
       restarted_runs_.insert(id);
       for (const auto& n : a->nodes) runtime_[{id, a->number, n.rank}].last_seen_ms = now();
-      if (!Queue::waiting(r) && !over(*a)) queue_.claim(*a);
+      if (!Queue::waiting(r) && !over(r, *a)) queue_.claim(*a);
     }
   }
 }
@@ -124,7 +124,7 @@ bool Lifecycle::start_attempt(RunRecord& r) {
   }
   api::AttemptInfo a;
   a.number = static_cast<int>(r.info.attempts.size()) + 1;
-  set_state(a, RunState::kPending);
+  set_state(r, a, RunState::kPending);
   a.master_port = free_loopback_port();
   a.started_at_ms = now();
   a.mlflow_run_id = services_.attempt_mlflow_run(r.info.run_id, a.number, r.info.experiment_name,
@@ -174,19 +174,19 @@ bool Lifecycle::start_attempt(RunRecord& r) {
 api::CancelReply Lifecycle::cancel(const std::string& id) {
   std::lock_guard<std::mutex> g(runs_.mu());
   RunRecord& r = runs_.find(id);
-  if (over(r.info)) return {id, r.info.state, true};
+  if (over(r)) return {id, to_string(r.state), true};
   if (Queue::waiting(r)) {
-    set_state(r.info, RunState::kCanceled);
+    set_state(r, RunState::kCanceled);
     r.info.status_message = r.info.current_attempt ? "canceled while queued for its next attempt"
                                                    : "canceled before it started";
     r.stop_kind.clear();
     r.info.ended_at_ms = now();
     save(r);
     logs_.wake();
-    return {id, r.info.state, false};
+    return {id, to_string(r.state), false};
   }
   if (r.stop_kind != "cancel") begin_stop(r, "cancel", "canceled by request");
-  return {id, r.info.state, false};
+  return {id, to_string(r.state), false};
 }
 
 api::NodeSpec Lifecycle::node_spec(const std::string& id, int attempt, int node) const {
@@ -224,7 +224,7 @@ api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, 
   check_node(r, attempt, node);
   api::AttemptInfo* a = current(r);
   // A report for an attempt that is over (or a run that ended) can only be answered with "stop".
-  if (!a || a->number != attempt || over(*a)) return {"stop"};
+  if (!a || a->number != attempt || over(r, *a)) return {"stop"};
   runtime_[{id, attempt, node}].last_seen_ms = now();
   health_.heartbeat(id, attempt, node, rep, now());
   api::NodeInfo& n = a->nodes.at(node);
@@ -235,12 +235,12 @@ api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, 
   if (rep.state == "STARTING" || rep.state == "RUNNING") {
     n.state = rep.state;
     if (rep.state == "RUNNING" && !n.running_at_ms) n.running_at_ms = now();
-    if (rep.state == "RUNNING" && state_of(r.info) == RunState::kPending) {
-      set_state(r.info, RunState::kRunning);
+    if (rep.state == "RUNNING" && state_of(r) == RunState::kPending) {
+      set_state(r, RunState::kRunning);
       if (!r.info.started_at_ms) r.info.started_at_ms = now();
       changed = true;
     }
-    if (rep.state == "RUNNING" && state_of(*a) == RunState::kPending) set_state(*a, RunState::kRunning);
+    if (rep.state == "RUNNING" && state_of(r, *a) == RunState::kPending) set_state(r, *a, RunState::kRunning);
     if (changed) {
       bool all_running = true;
       for (const auto& x : a->nodes) all_running = all_running && x.state == "RUNNING";
@@ -261,7 +261,7 @@ api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, 
     }
     maybe_finish_attempt(r);
     // An attempt that ended (or a stop that began) may have changed every node: write them all.
-    if (over(*a) || !r.stop_kind.empty()) save(r);
+    if (over(r, *a) || !r.stop_kind.empty()) save(r);
     else store_.save_run_node(r, attempt, node);
     logs_.wake();
   }
@@ -307,7 +307,7 @@ void Lifecycle::begin_stop(RunRecord& r, const std::string& kind, const std::str
 
 void Lifecycle::maybe_finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
-  if (!a || over(*a)) return;
+  if (!a || over(r, *a)) return;
   for (const auto& n : a->nodes)
     if (!is_node_terminal(n.state)) return;
   finish_attempt(r);
@@ -321,7 +321,7 @@ void Lifecycle::finish_attempt(RunRecord& r) {
   health_.forget(r.info, a->number);
   release_attempt(r, *a);
   RunState end = attempt_end(r, *a);
-  queue_.attempt_ended(r, *a, to_string(end));  // its usage record (GPU-seconds, wall time): docs/scheduler.md "Usage"
+  queue_.attempt_ended(r, *a, end);  // its usage record (GPU-seconds, wall time): docs/scheduler.md "Usage"
   services_.end_mlflow_run(a->mlflow_run_id, end);
   settle_run(r, *a, end);
   save(r);
@@ -353,10 +353,10 @@ RunState Lifecycle::attempt_end(const RunRecord& r, const api::AttemptInfo& a) c
 }
 
 void Lifecycle::settle_run(RunRecord& r, api::AttemptInfo& a, RunState end) {
-  set_state(a, end);
+  set_state(r, a, end);
   restarted_runs_.erase(r.info.run_id);
   auto end_run = [&](const std::string& message) {
-    set_state(r.info, end);
+    set_state(r, end);
     r.info.status_message = message;
     r.info.ended_at_ms = now();
     r.stop_kind.clear();
@@ -372,12 +372,12 @@ void Lifecycle::settle_run(RunRecord& r, api::AttemptInfo& a, RunState end) {
   } else if (end == RunState::kPreempted) {
     // Not the run's end and not a failure: no retry is spent; the run waits again with its place.
     a.reason = r.stop_reason;
-    set_state(r.info, RunState::kPending);
+    set_state(r, RunState::kPending);
     queue_.requeue(r, fmt::format("attempt {} {}", a.number, r.stop_reason));
   } else {
     if (a.reason.empty()) a.reason = r.stop_reason;
     int failures = 0;  // preempted attempts were not failures: they spend no retry
-    for (const auto& x : r.info.attempts) failures += state_of(x) == RunState::kPreempted ? 0 : 1;
+    for (const auto& x : r.info.attempts) failures += state_of(r, x) == RunState::kPreempted ? 0 : 1;
     if (r.info.max_retries < 0 || failures <= r.info.max_retries)
       queue_.requeue(r, fmt::format("attempt {} failed ({}); retrying", a.number, a.reason));
     else
@@ -407,7 +407,7 @@ void Lifecycle::tick() {
 void Lifecycle::tick_run(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   if (!a || Queue::waiting(r)) return;  // queued: schedule() starts it
-  if (over(*a)) return;
+  if (over(r, *a)) return;
   int64_t t = now();
   if (!r.stop_kind.empty()) {
     if (t - r.stop_started_ms < opts_.stop_grace_ms) {

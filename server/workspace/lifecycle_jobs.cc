@@ -41,7 +41,7 @@ void Lifecycle::run_launches() {
     std::lock_guard<std::mutex> g(runs_.mu());
     RunRecord* run = runs_.get(l.run_id);
     api::AttemptInfo* a = run == nullptr ? nullptr : current(*run);
-    bool live = a && a->number == l.attempt && !over(*a);
+    bool live = a && a->number == l.attempt && !over(*run, *a);
     if (!res.job_id.empty() && (!live || !run->stop_kind.empty())) {
       // Canceled (or timed out) while being submitted: the job must not run.
       job_cancels_.push_back({res.job_id, 0});
@@ -75,7 +75,7 @@ void Lifecycle::poll_jobs() {
     last_job_poll_ms_ = t;
     for (RunRecord* r : runs_.active()) {
       api::AttemptInfo* a = current(*r);
-      if (a && !a->job_id.empty() && !over(*a)) ids.push_back(a->job_id);
+      if (a && !a->job_id.empty() && !over(*r, *a)) ids.push_back(a->job_id);
     }
   }
   if (ids.empty()) return;
@@ -93,7 +93,7 @@ void Lifecycle::poll_jobs() {
   for (const std::string& id : runs_.active_ids()) {  // still holds every run polled above: only tick() prunes it
     RunRecord& r = runs_.find(id);
     api::AttemptInfo* a = current(r);
-    if (!a || a->job_id.empty() || over(*a)) continue;
+    if (!a || a->job_id.empty() || over(r, *a)) continue;
     if (std::find(ids.begin(), ids.end(), a->job_id) == ids.end()) continue;  // launched after the poll
     if (!error.empty()) {
       // Unknown is not lost: agents that run keep heartbeating; those not started yet are not blamed.
@@ -169,7 +169,7 @@ void Lifecycle::end_for_job(RunRecord& r, const JobState* s) {
   }
   std::string kind = r.stop_kind;
   maybe_finish_attempt(r);
-  if (kind == "cancel" && !stopping && state_of(r.info) == RunState::kCanceled) r.info.status_message = reason;
+  if (kind == "cancel" && !stopping && state_of(r) == RunState::kCanceled) r.info.status_message = reason;
   save(r);
   logs_.wake();
 }

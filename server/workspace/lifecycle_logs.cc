@@ -48,7 +48,7 @@ LogRead Lifecycle::read_log(const std::string& id, int attempt, int node, std::o
     const RunRecord& r = runs_.find(id);
     check_node(r, attempt, node);
     for (const auto& a : r.info.attempts)
-      if (a.number == attempt) return over(a) || over(r.info);
+      if (a.number == attempt) return over(r, a) || over(r);
     return true;
   };
   bool done = ended();

@@ -70,7 +70,7 @@ std::optional<int> Queue::pool_gpus(const std::string& pool) const {
 }
 
 bool Queue::waiting(const RunRecord& r) {
-  if (over(r.info)) return false;
+  if (over(r)) return false;
   return r.info.current_attempt == 0 || r.stop_kind == "retry";
 }
 
@@ -90,7 +90,7 @@ sched::Input Queue::input() const {
       continue;
     }
     for (const auto& a : r.info.attempts)
-      if (a.number == r.info.current_attempt && !over(a))
+      if (a.number == r.info.current_attempt && !over(r, a))
         in.running.push_back({id, pool, cls, gpus, a.started_at_ms, bound, !r.stop_kind.empty(), r.info.user, "", 0});
   }
   if (fair_) fair_->feed(in, runs_);  // groups, usage, shares, quotas, runtimes from history
@@ -142,7 +142,7 @@ void Queue::requeue(RunRecord& r, const std::string& why) {
   r.info.status_message = why + "; queued again";
 }
 
-void Queue::attempt_ended(const RunRecord& r, const api::AttemptInfo& a, const std::string& end) {
+void Queue::attempt_ended(const RunRecord& r, const api::AttemptInfo& a, RunState end) {
   if (fair_) fair_->record(r, a, end);
 }
 

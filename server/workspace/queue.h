@@ -65,7 +65,7 @@ class Queue {
 
   // --- fair share (fairness.h): what input() adds beyond the run table, and the usage at an attempt's end ---
   void set_fairness(Fairness* f) { fair_ = f; }
-  void attempt_ended(const RunRecord& r, const api::AttemptInfo& a, const std::string& end);
+  void attempt_ended(const RunRecord& r, const api::AttemptInfo& a, RunState end);
   // At submit: why a run of `gpus` GPUs by `user` in `pool` is refused by a quota ("" when it is not).
   std::string quota_refusal(const std::string& user, const std::string& pool, int gpus) const;
 

@@ -5,17 +5,17 @@
 
 namespace air::server {
 
-RunState state_of(const api::RunInfo& r) { return run_state_from_string(r.state).value_or(RunState::kFailed); }
-RunState state_of(const api::AttemptInfo& a) { return run_state_from_string(a.state).value_or(RunState::kFailed); }
-bool over(const api::RunInfo& r) { return is_terminal(state_of(r)); }
-bool over(const api::AttemptInfo& a) { return is_terminal(state_of(a)); }
-void set_state(api::RunInfo& r, RunState s) { r.state = to_string(s); }
-void set_state(api::AttemptInfo& a, RunState s) { a.state = to_string(s); }
+RunState state_of(const RunRecord& r) { return r.state; }
+RunState state_of(const RunRecord& r, const api::AttemptInfo& a) { return r.attempt_state(a.number); }
+bool over(const RunRecord& r) { return is_terminal(r.state); }
+bool over(const RunRecord& r, const api::AttemptInfo& a) { return is_terminal(state_of(r, a)); }
+void set_state(RunRecord& r, RunState s) { r.state = s; }
+void set_state(RunRecord& r, const api::AttemptInfo& a, RunState s) { r.set_attempt_state(a.number, s); }
 
 RunRecord& RunTable::add(RunRecord r) {
   const std::string id = r.info.run_id;
   if (!r.info.idempotency_key.empty()) idempotency_[r.info.idempotency_key] = id;
-  if (!over(r.info)) active_.insert(id);
+  if (!over(r)) active_.insert(id);
   RunRecord& stored = runs_[id];
   stored = std::move(r);
   return stored;
@@ -51,7 +51,7 @@ std::vector<const RunRecord*> RunTable::active() const {
   out.reserve(active_.size());
   for (const std::string& id : active_) {
     const RunRecord* r = get(id);
-    if (r != nullptr && !over(r->info)) out.push_back(r);
+    if (r != nullptr && !over(*r)) out.push_back(r);
   }
   return out;
 }
@@ -66,7 +66,7 @@ std::vector<RunRecord*> RunTable::prune_active() {
   std::vector<RunRecord*> out;
   for (auto it = active_.begin(); it != active_.end();) {
     RunRecord* r = get(*it);
-    if (r == nullptr || over(r->info)) {
+    if (r == nullptr || over(*r)) {
       it = active_.erase(it);
     } else {
       out.push_back(r);

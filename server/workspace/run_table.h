@@ -15,17 +15,17 @@
 
 namespace air::server {
 
-// The state a run or attempt record holds (text on the wire and in the store); text we do not know reads as
-// FAILED, so that a record never stays running by mistake.
-RunState state_of(const api::RunInfo& r);
-RunState state_of(const api::AttemptInfo& a);
+// A run's or attempt's state is an enum on its record (RunRecord::state, attempt_states: server/store/store.h);
+// its name is written only where the record becomes a reply (RunRecord::wire()) or a database row.
+RunState state_of(const RunRecord& r);
+RunState state_of(const RunRecord& r, const api::AttemptInfo& a);
 // Whether the run or attempt is over: a terminal state (SUCCEEDED, FAILED, CANCELED, TIMED_OUT, PREEMPTED).
 // A run whose attempt was PREEMPTED is not over: it waits for its next attempt.
-bool over(const api::RunInfo& r);
-bool over(const api::AttemptInfo& a);
-// The one way the workspace writes a run's or attempt's state: the enum in, its name on the record.
-void set_state(api::RunInfo& r, RunState s);
-void set_state(api::AttemptInfo& a, RunState s);
+bool over(const RunRecord& r);
+bool over(const RunRecord& r, const api::AttemptInfo& a);
+// The one way the workspace writes a run's or attempt's state.
+void set_state(RunRecord& r, RunState s);
+void set_state(RunRecord& r, const api::AttemptInfo& a, RunState s);
 
 class RunTable {
  public:

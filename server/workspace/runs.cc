@@ -101,10 +101,9 @@ api::RunInfo Runs::submit(const api::SubmitRequest& req, const Principal& who) {
   std::string key = req.idempotency_key.empty() ? w.idempotency_token : req.idempotency_key;
   if (!key.empty()) {
     if (const RunRecord* e = runs_.by_idempotency_key(key)) {
-      const auto& earlier = e->info;
-      if (earlier.user != who.user)
+      if (e->info.user != who.user)
         throw HttpError(409, "RESOURCE_CONFLICT", "this idempotency key was used by another user's run; choose another");
-      return earlier;
+      return e->wire();
     }
   }
   // Quotas (docs/scheduler.md): a run larger than its owner's quota, or past a full queued-runs quota.
@@ -118,7 +117,7 @@ api::RunInfo Runs::submit(const api::SubmitRequest& req, const Principal& who) {
   i.user = who.user;
   i.permissions = grants;
   i.experiment_name = w.experiment_name;
-  set_state(i, RunState::kPending);
+  set_state(r, RunState::kPending);
   i.status_message = "queued";
   i.pool_id = pool;
   i.priority_class = w.priority_class;
@@ -141,7 +140,7 @@ api::RunInfo Runs::submit(const api::SubmitRequest& req, const Principal& who) {
   RunRecord& stored = runs_.add(std::move(r));  // its idempotency key too
   store_.save_run(stored);
   lifecycle_.schedule();  // the new run takes its place in the queue; it starts now only if the policy says so
-  api::RunInfo reply = stored.info;
+  api::RunInfo reply = stored.wire();
   reply.notices = notices;
   // Nodes on this machine without a sandbox see the volumes at AIR_VOLUMES_ROOT: said once, here.
   if (opts_.isolation.probed && !opts_.isolation.sandbox && !spec.named_volume_paths().empty())
@@ -155,7 +154,7 @@ api::RunInfo Runs::get(const std::string& id) const {
   {
     std::lock_guard<std::mutex> g(runs_.mu());
     const RunRecord& r = runs_.find(id);
-    info = r.info;
+    info = r.wire();
     spec = r.spec_json;
   }
   services_.add_metrics(info);  // outside the lock: a read of the MLflow tables
@@ -176,7 +175,7 @@ api::RunList Runs::list(int limit, bool all_status, const Principal& who, bool a
   std::lock_guard<std::mutex> g(runs_.mu());
   std::vector<const RunRecord*> rs;
   for (const auto& [id, r] : runs_.all()) {
-    if (!all_status && over(r.info)) continue;
+    if (!all_status && over(r)) continue;
     if (all_users ? run_level(who, r.info.user, r.info.permissions) >= RunLevel::kCanView : r.info.user == who.user)
       rs.push_back(&r);
   }
@@ -184,7 +183,7 @@ api::RunList Runs::list(int limit, bool all_status, const Principal& who, bool a
   api::RunList out;
   for (auto* r : rs) {
     if (limit > 0 && static_cast<int>(out.runs.size()) >= limit) break;
-    api::RunInfo i = r->info;
+    api::RunInfo i = r->wire();
     i.workload_yaml.clear();
     for (auto& a : i.attempts) a.failing_lines.clear();
     out.runs.push_back(std::move(i));

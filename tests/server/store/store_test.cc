@@ -70,6 +70,7 @@ RunRecord sample_run() {
     }
     r.info.attempts.push_back(a);
   }
+  r.read_states();  // the enums from the text above
   return r;
 }
 
@@ -111,7 +112,7 @@ TEST_CASE("store: saving a run again replaces it, the idempotency key stays uniq
   Store s(d.path + "/w.db");
   RunRecord r = sample_run();
   s.save_run(r);
-  r.info.state = "SUCCEEDED";
+  r.state = air::RunState::kSucceeded;
   s.save_run(r);
   auto runs = s.load_runs();
   REQUIRE(runs.size() == 1);

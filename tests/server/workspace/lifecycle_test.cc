@@ -82,7 +82,7 @@ struct Bench {
     r.info.run_id = "run" + std::to_string(r.seq);
     r.info.user = "admin";
     r.info.experiment_name = "lifecycle";
-    set_state(r.info, RunState::kPending);
+    set_state(r, RunState::kPending);
     r.info.num_nodes = nodes;
     r.info.max_retries = max_retries;
     r.info.timeout_minutes = timeout_minutes;
@@ -102,7 +102,7 @@ struct Bench {
   }
   air::api::RunInfo info(const std::string& id) {
     std::lock_guard<std::mutex> g(runs.mu());
-    return runs.find(id).info;
+    return runs.find(id).wire();
   }
 };
 

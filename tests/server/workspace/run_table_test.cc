@@ -1,5 +1,6 @@
-// The run table at its own seam (server/workspace/run_table.h): the one "is it over", the active index a
-// run enters at add and leaves only at prune_active, lookups, and idempotency keys.
+// The run table at its own seam (server/workspace/run_table.h): the one "is it over" (over the record's state
+// enums; text only where a record is read from the wire or the database), the active index a run enters at add
+// and leaves only at prune_active, lookups, and idempotency keys.
 #include <catch2/catch.hpp>
 
 #include "server/workspace/run_table.h"
@@ -14,6 +15,7 @@ RunRecord run(const std::string& id, const std::string& state, const std::string
   r.info.run_id = id;
   r.info.state = state;
   r.info.idempotency_key = key;
+  r.read_states();  // as a record loaded from the database
   return r;
 }
 
@@ -22,19 +24,27 @@ RunRecord run(const std::string& id, const std::string& state, const std::string
 TEST_CASE("run table: over() is true for exactly the terminal states, and unknown text counts as ended") {
   for (const char* s : {"SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT", "PREEMPTED", "NO_SUCH_STATE", ""}) {
     INFO(s);
+    RunRecord r = run("r", "RUNNING");
     air::api::AttemptInfo a;
+    a.number = 1;
     a.state = s;
-    CHECK(over(a));
+    r.info.attempts.push_back(a);
+    r.read_states();
+    CHECK(over(r, a));
   }
   for (const char* s : {"PENDING", "RUNNING"}) {
     INFO(s);
+    RunRecord r = run("r", "RUNNING");
     air::api::AttemptInfo a;
+    a.number = 1;
     a.state = s;
-    CHECK_FALSE(over(a));
-    CHECK_FALSE(over(run("r", s).info));
+    r.info.attempts.push_back(a);
+    r.read_states();
+    CHECK_FALSE(over(r, a));
+    CHECK_FALSE(over(run("r", s)));
   }
-  CHECK(state_of(run("r", "TIMED_OUT").info) == air::RunState::kTimedOut);
-  CHECK(state_of(run("r", "garbage").info) == air::RunState::kFailed);
+  CHECK(state_of(run("r", "TIMED_OUT")) == air::RunState::kTimedOut);
+  CHECK(state_of(run("r", "garbage")) == air::RunState::kFailed);
 }
 
 TEST_CASE("run table: a run is active from add until a prune finds it over, and never comes back") {
@@ -48,7 +58,7 @@ TEST_CASE("run table: a run is active from add until a prune finds it over, and 
   CHECK(act[0]->info.run_id == "a");  // run id order
   CHECK(act[1]->info.run_id == "b");
 
-  t.find("b").info.state = "FAILED";
+  set_state(t.find("b"), air::RunState::kFailed);
   // active() already leaves it out; the index keeps it until the prune (poll_jobs walks the index).
   CHECK(t.active().size() == 1);
   CHECK(t.active_ids().count("b") == 1);
@@ -57,7 +67,7 @@ TEST_CASE("run table: a run is active from add until a prune finds it over, and 
   CHECK(left[0]->info.run_id == "a");
   CHECK(t.active_ids() == std::set<std::string>{"a"});
   // A retry is a new attempt of a run not yet over: the run went PENDING again only if it never ended.
-  t.find("a").info.state = "RUNNING";
+  set_state(t.find("a"), air::RunState::kRunning);
   CHECK(t.prune_active().size() == 1);
   CHECK(t.all().size() == 3);
 }
@@ -84,22 +94,37 @@ TEST_CASE("run table: lookups, the 404 of an unknown run, and idempotency keys")
 TEST_CASE("run table: states are written through set_state, and a preempted attempt leaves its run active") {
   RunTable t;
   RunRecord& r = t.add(run("p", "PENDING"));
-  set_state(r.info, air::RunState::kRunning);
-  CHECK(r.info.state == "RUNNING");
+  set_state(r, air::RunState::kRunning);
+  CHECK(r.wire().state == "RUNNING");
   air::api::AttemptInfo a;
-  set_state(a, air::RunState::kPreempted);
-  CHECK(a.state == "PREEMPTED");
-  CHECK(over(a));
+  a.number = 1;
   r.info.attempts.push_back(a);
-  set_state(r.info, air::RunState::kPending);  // queued again for its next attempt
-  CHECK_FALSE(over(r.info));
+  set_state(r, a, air::RunState::kPreempted);
+  CHECK(r.wire().attempts[0].state == "PREEMPTED");
+  CHECK(over(r, a));
+  set_state(r, air::RunState::kPending);  // queued again for its next attempt
+  CHECK_FALSE(over(r));
   CHECK(t.prune_active().size() == 1);
   for (air::RunState s : {air::RunState::kSucceeded, air::RunState::kFailed, air::RunState::kCanceled,
                           air::RunState::kTimedOut}) {
-    set_state(r.info, s);
-    CHECK(state_of(r.info) == s);
-    CHECK(over(r.info));
+    set_state(r, s);
+    CHECK(state_of(r) == s);
+    CHECK(over(r));
   }
   CHECK(t.prune_active().empty());
   CHECK(t.active_ids().empty());
+}
+
+TEST_CASE("run table: the state text on a record is not read, the wire and the database get the enums' names") {
+  RunRecord r = run("w", "PENDING");
+  air::api::AttemptInfo a;
+  a.number = 1;
+  r.info.attempts.push_back(a);
+  set_state(r, a, air::RunState::kTimedOut);
+  set_state(r, air::RunState::kTimedOut);
+  r.info.state = "RUNNING";  // stale text: ignored
+  CHECK(over(r));
+  CHECK(r.wire().state == "TIMED_OUT");
+  CHECK(r.wire().attempts[0].state == "TIMED_OUT");
+  CHECK(r.attempt_state(2) == air::RunState::kFailed);  // an attempt with no state never reads as running
 }
