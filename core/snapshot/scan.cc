@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/base/error.h"
+#include "core/base/fd.h"
 #include "core/snapshot/ignore.h"
 #include "core/snapshot/snapshot.h"
 
@@ -23,16 +24,6 @@ namespace air {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 struct Entry {
   std::string name;
@@ -71,7 +62,7 @@ std::string read_small_file(int dirfd, const std::string& name, const std::strin
     if (errno == ELOOP || errno == ENOENT) return {};  // git does not follow a symlinked .gitignore
     throw read_error("'" + shown + "'", errno);
   }
-  Fd guard(fd);
+  UniqueFd guard(fd);
   std::string out;
   char buf[65536];
   while (out.size() < limit) {
@@ -181,7 +172,7 @@ Walker::Scope Walker::child_scope(const std::string& path) const {
 void Walker::walk(int fd, const std::string& rel, bool inside) {
   int dirfd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // list_dir consumes fd; the *at calls need their own
   if (dirfd < 0) throw read_error("directory '" + rel + "'", errno);
-  Fd dir_guard(dirfd);
+  UniqueFd dir_guard(dirfd);
   std::vector<Entry> entries = list_dir(fd, rel.empty() ? "." : rel.substr(0, rel.size() - 1));
 
   auto rules_of = [&](const char* file) {
@@ -229,7 +220,7 @@ uint64_t Walker::count_files(int dirfd, const std::string& name) {
     ::close(fd);
     return 0;
   }
-  Fd guard(again);
+  UniqueFd guard(again);
   std::vector<Entry> entries;
   try {
     entries = list_dir(fd, name);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/fd.h"
 #include "core/snapshot/snapshot.h"
 
 namespace air {
@@ -35,20 +36,6 @@ Error unsafe(const std::string& entry, const std::string& why) {
   return Error("unsafe snapshot archive: entry '" + entry + "' " + why,
                "the archive was not written by air, or it was tampered with; nothing was unpacked");
 }
-
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    std::swap(fd, o.fd);
-    return *this;
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Splits an entry path into components, refusing absolute paths and '..'; "." and empty parts vanish.
 std::vector<std::string> safe_components(const std::string& name) {
@@ -98,7 +85,7 @@ class Extractor {
   void check_symlinks() const;
 
  private:
-  Fd open_parent(const std::string& name, const std::vector<std::string>& parts, bool create) const;
+  UniqueFd open_parent(const std::string& name, const std::vector<std::string>& parts, bool create) const;
   void write_file(struct archive* a, const std::string& name, int dirfd, const std::string& leaf, mode_t mode);
 
   // Counts `blocks_bytes` more of disk use; refuses past the budget or the free space.
@@ -130,20 +117,20 @@ void Extractor::charge(const std::string& name, uint64_t used_after) const {
 }
 
 // Opens the folder that holds the entry, component by component, never following a symlink.
-Fd Extractor::open_parent(const std::string& name, const std::vector<std::string>& parts, bool create) const {
-  Fd dir(::fcntl(root_, F_DUPFD_CLOEXEC, 0));
+UniqueFd Extractor::open_parent(const std::string& name, const std::vector<std::string>& parts, bool create) const {
+  UniqueFd dir(::fcntl(root_, F_DUPFD_CLOEXEC, 0));
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    int fd = ::openat(dir.fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(dir.fd, parts[i].c_str(), 0755) != 0 && errno != EEXIST)
+      if (::mkdirat(dir.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST)
         throw Error("cannot create '" + join(parts, i + 1) + "': " + std::strerror(errno));
-      fd = ::openat(dir.fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fd = ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
       if (errno == ELOOP || errno == ENOTDIR) throw unsafe(name, "would be written through a symlink or a file");
       throw Error("cannot open '" + join(parts, i + 1) + "': " + std::strerror(errno));
     }
-    dir = Fd(fd);
+    dir = UniqueFd(fd);
   }
   return dir;
 }
@@ -155,7 +142,7 @@ void Extractor::write_file(struct archive* a, const std::string& name, int dirfd
     if (errno == EEXIST) throw unsafe(name, "appears twice in the archive");
     throw Error("cannot create '" + name + "': " + std::strerror(errno));
   }
-  Fd guard(fd);
+  UniqueFd guard(fd);
   if (!buf_) buf_.reset(new char[kBufBytes]);
   uint64_t size = 0;
   for (;;) {
@@ -205,7 +192,7 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
     bytes_ += kBlock;
   }
 
-  Fd dir = open_parent(name, parts, true);
+  UniqueFd dir = open_parent(name, parts, true);
   if (hardlink) {
     // A link entry with data of its own would overwrite the file it links to (libarchive's extractor
     // writes it there); air never writes such entries, so they are refused rather than half-honoured.
@@ -218,17 +205,17 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
       throw unsafe(name, "is a hard link with a '..' component (" + t + ")");
     std::string tpath = join(target, target.size());
     if (!regular_files_.count(tpath)) throw unsafe(name, "is a hard link to '" + std::string(hardlink) + "', which is not a file unpacked before it");
-    Fd tdir = open_parent(hardlink, target, false);
-    if (::linkat(tdir.fd, target.back().c_str(), dir.fd, leaf.c_str(), 0) != 0) {
+    UniqueFd tdir = open_parent(hardlink, target, false);
+    if (::linkat(tdir.get(), target.back().c_str(), dir.get(), leaf.c_str(), 0) != 0) {
       if (errno == EEXIST) throw unsafe(name, "appears twice in the archive");
       throw Error("cannot link '" + path + "': " + std::strerror(errno));
     }
     return;
   }
   if (type == AE_IFDIR) {
-    if (::mkdirat(dir.fd, leaf.c_str(), 0755) != 0) {
+    if (::mkdirat(dir.get(), leaf.c_str(), 0755) != 0) {
       struct stat st;
-      if (errno != EEXIST || ::fstatat(dir.fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+      if (errno != EEXIST || ::fstatat(dir.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
         throw unsafe(name, "is a folder where something else was already unpacked");
     }
     return;
@@ -244,7 +231,7 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
       depth += c == ".." ? -1 : 1;
       if (depth < 0) throw unsafe(name, "is a symlink that points outside the destination (" + target + ")");
     }
-    if (::symlinkat(target.c_str(), dir.fd, leaf.c_str()) != 0) {
+    if (::symlinkat(target.c_str(), dir.get(), leaf.c_str()) != 0) {
       if (errno == EEXIST) throw unsafe(name, "appears twice in the archive");
       throw Error("cannot create symlink '" + path + "': " + std::strerror(errno));
     }
@@ -252,7 +239,7 @@ void Extractor::extract(struct archive* a, struct archive_entry* e) {
     return;
   }
   mode_t mode = (archive_entry_perm(e) & 0111) ? 0755 : 0644;
-  write_file(a, name, dir.fd, leaf, mode);
+  write_file(a, name, dir.get(), leaf, mode);
   regular_files_.insert(path);
 }
 
@@ -332,10 +319,10 @@ void unpack_snapshot(const std::string& archive_path, const std::string& dest, c
   std::string tmpl = (parent / ("." + d.filename().string() + ".unpack-XXXXXX")).string();
   if (!::mkdtemp(tmpl.data())) throw Error("cannot create a folder next to '" + dest + "': " + std::strerror(errno));
   try {
-    Fd root(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (root.fd < 0) throw Error("cannot open '" + tmpl + "': " + std::strerror(errno));
-    extract_all(archive_path, root.fd, limits);
-    if (::fchmod(root.fd, 0755) != 0) throw Error("cannot set the mode of '" + tmpl + "': " + std::strerror(errno));
+    UniqueFd root(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (root.get() < 0) throw Error("cannot open '" + tmpl + "': " + std::strerror(errno));
+    extract_all(archive_path, root.get(), limits);
+    if (::fchmod(root.get(), 0755) != 0) throw Error("cannot set the mode of '" + tmpl + "': " + std::strerror(errno));
     check_destination(d.string());
     ::rmdir(d.c_str());  // an empty folder that was there: replaced by the unpacked tree
     if (::rename(tmpl.c_str(), d.c_str()) != 0)

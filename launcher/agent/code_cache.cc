@@ -1,5 +1,6 @@
 // place_cached_code (launcher/agent/code_cache.h): hit = a walk of the cached tree making folders and hard
 // links; miss = the same after one safe unpack into the cache, under flock on the cache folder.
+#include "core/base/fd.h"
 #include "launcher/agent/code_cache.h"
 
 #include <dirent.h>
@@ -25,16 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 Error sys_error(const std::string& what, const std::string& path) {
   return Error("cannot " + what + " " + path + ": " + std::strerror(errno));
 }
@@ -47,11 +38,11 @@ bool is_digest_name(const char* name) {
 // Mirrors the folder open at `src` into the folder open at `dst`: folders made (0755), regular files
 // hard-linked, symlinks made anew (their targets were checked when the archive was unpacked).
 void link_tree(int src, int dst, const std::string& shown, size_t& links) {
-  Fd list(::dup(src));
-  if (list.fd < 0) throw sys_error("read the cached folder", shown);
-  DIR* d = ::fdopendir(list.fd);
+  UniqueFd list(::dup(src));
+  if (list.get() < 0) throw sys_error("read the cached folder", shown);
+  DIR* d = ::fdopendir(list.get());
   if (!d) throw sys_error("read the cached folder", shown);
-  list.fd = -1;  // owned by d now
+  list.release();  // owned by d now
   struct Closer {
     DIR* d;
     ~Closer() { ::closedir(d); }
@@ -68,10 +59,10 @@ void link_tree(int src, int dst, const std::string& shown, size_t& links) {
     const std::string path = shown + "/" + name;
     if (type == DT_DIR) {
       if (::mkdirat(dst, name, 0755) != 0) throw sys_error("create the folder", path);
-      Fd s(::openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      Fd t(::openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (s.fd < 0 || t.fd < 0) throw sys_error("open the folder", path);
-      link_tree(s.fd, t.fd, path, links);
+      UniqueFd s(::openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd t(::openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (s.get() < 0 || t.get() < 0) throw sys_error("open the folder", path);
+      link_tree(s.get(), t.get(), path, links);
     } else if (type == DT_REG) {
       if (::linkat(src, name, dst, name, 0) != 0) throw sys_error("link", path);
       ++links;
@@ -126,9 +117,9 @@ CodeCachePlacement place_cached_code(const std::string& cache_dir, const std::st
     fs::create_directories(cache_dir, ec);
     if (ec) throw Error("cannot create the code cache " + cache_dir + ": " + ec.message());
     ::chmod(cache_dir.c_str(), 0700);
-    Fd lock(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (lock.fd < 0) throw sys_error("open the code cache", cache_dir);
-    while (::flock(lock.fd, LOCK_EX) != 0)
+    UniqueFd lock(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (lock.get() < 0) throw sys_error("open the code cache", cache_dir);
+    while (::flock(lock.get(), LOCK_EX) != 0)
       if (errno != EINTR) throw sys_error("lock the code cache", cache_dir);
     if (::lstat(entry.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {  // nobody unpacked it while we waited
       evict(cache_dir, digest, keep);
@@ -138,11 +129,11 @@ CodeCachePlacement place_cached_code(const std::string& cache_dir, const std::st
   }  // the lock is released here: linking needs none
   if (!out.unpacked) ::utimensat(AT_FDCWD, entry.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // most recently used
   if (::mkdir(code_dir.c_str(), 0755) != 0 && errno != EEXIST) throw sys_error("create", code_dir);
-  Fd src(::open(entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (src.fd < 0) throw sys_error("open the cached snapshot", entry);
-  Fd dst(::open(code_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dst.fd < 0) throw sys_error("open", code_dir);
-  link_tree(src.fd, dst.fd, code_dir, out.links);
+  UniqueFd src(::open(entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (src.get() < 0) throw sys_error("open the cached snapshot", entry);
+  UniqueFd dst(::open(code_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dst.get() < 0) throw sys_error("open", code_dir);
+  link_tree(src.get(), dst.get(), code_dir, out.links);
   return out;
 }
 

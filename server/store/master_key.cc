@@ -1,5 +1,6 @@
 // Master key file handling. POSIX calls rather than std::filesystem: we need O_EXCL, O_NOFOLLOW, fstat on
 // the open descriptor (no check-then-open race) and link(2) for an atomic, non-clobbering publish.
+#include "core/base/fd.h"
 #include "server/store/master_key.h"
 
 #include <fcntl.h>
@@ -22,18 +23,6 @@ namespace air::server {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 bool read_exact(int fd, unsigned char* p, size_t n) {
   size_t got = 0;
@@ -85,7 +74,7 @@ bool create_key(const std::string& path) {
   unsigned char salt[8];
   if (RAND_bytes(salt, sizeof salt) != 1) throw Error("cannot generate a master key: the OS random source failed");
   std::string tmp = fmt::format("{}.tmp.{}.{:02x}", path, ::getpid(), fmt::join(salt, ""));
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (fd.get() < 0) throw Error(fmt::format("cannot create master key {}: {}", tmp, errno_text()));
   std::array<unsigned char, MasterKey::kSize> bytes{};
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
@@ -119,7 +108,7 @@ std::string master_key_path_for(const std::string& db_path) {
 
 MasterKey load_or_create_master_key(const std::string& path) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (fd.get() >= 0) return read_key(path, fd.get());
     if (errno == ELOOP) throw Error(fmt::format("master key {} is a symbolic link; refusing to use it", path));
     if (errno != ENOENT) throw Error(fmt::format("cannot open master key {}: {}", path, errno_text()));

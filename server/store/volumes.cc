@@ -1,5 +1,6 @@
 // The on-disk store of volumes. Every operation walks the path from the root's descriptor with
 // openat(O_NOFOLLOW), so a symbolic link planted inside a volume cannot lead a request outside the root.
+#include "core/base/fd.h"
 #include "server/store/volumes.h"
 
 #include <dirent.h>
@@ -32,19 +33,6 @@ int64_t mtime_ms(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() {
-    int f = fd;
-    fd = -1;
-    return f;
-  }
-};
-
 std::string random_hex() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}", rd(), rd());
@@ -71,30 +59,29 @@ int VolumeStore::open_dir(const VolumePath& p, bool create) const {
     if (errno == ENOENT) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
     io_error("open the volumes root for", p, errno);
   }
-  Fd cur(fd);
+  UniqueFd cur(fd);
   VolumePath seen;
   for (const auto& part : p.parts) {
     seen.parts.push_back(part);
-    int next = ::openat(cur.fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0 && errno == ENOENT && create) {
       // 0777 and 0666 below: the umask, or a volume's default ACL (share_volume_folder: every account whose
       // runs write the volume may write what an upload made), decides.
-      if (::mkdirat(cur.fd, part.c_str(), 0777) != 0 && errno != EEXIST) io_error("create", seen, errno);
-      next = ::openat(cur.fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (::mkdirat(cur.get(), part.c_str(), 0777) != 0 && errno != EEXIST) io_error("create", seen, errno);
+      next = ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (next < 0) {
       int err = errno;
       struct stat st {};
       if (err == ENOENT) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", seen.str()));
-      if (::fstatat(cur.fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+      if (::fstatat(cur.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
         throw FsError(400, "INVALID_PARAMETER_VALUE",
                       fmt::format("{} is a symbolic link; volume paths never follow links", seen.str()));
       if (err == ENOTDIR)
         throw FsError(409, "RESOURCE_CONFLICT", fmt::format("{} is a file, not a directory", seen.str()));
       io_error("open", seen, err);
     }
-    ::close(cur.release());
-    cur.fd = next;
+    cur.reset(next);
   }
   return cur.release();
 }
@@ -118,9 +105,9 @@ std::optional<VolumeStore::Entry> VolumeStore::stat(const VolumePath& p) const {
     if (e.status == 404) return std::nullopt;
     throw;
   }
-  Fd d(dfd);
+  UniqueFd d(dfd);
   struct stat st {};
-  if (::fstatat(d.fd, p.parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+  if (::fstatat(d.get(), p.parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return std::nullopt;
     io_error("read", p, errno);
   }
@@ -135,15 +122,15 @@ std::optional<VolumeStore::Entry> VolumeStore::stat(const VolumePath& p) const {
 
 VolumeStore::Page VolumeStore::list(const VolumePath& dir, size_t page_size, const std::string& page_token) const {
   if (dir.parts.empty() && !fs::exists(root_)) return {};  // a new workspace: /Volumes is empty
-  Fd d(open_dir(dir, false));
-  DIR* ds = ::fdopendir(::dup(d.fd));
+  UniqueFd d(open_dir(dir, false));
+  DIR* ds = ::fdopendir(::dup(d.get()));
   if (!ds) io_error("list", dir, errno);
   std::vector<Entry> all;
   while (dirent* e = ::readdir(ds)) {
     std::string name = e->d_name;
     if (name == "." || name == ".." || is_temp_name(name)) continue;
     struct stat st {};
-    if (::fstatat(d.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (::fstatat(d.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;  // links and devices are not shown
     all.push_back({name, S_ISDIR(st.st_mode), S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0,
                    mtime_ms(st)});
@@ -172,8 +159,8 @@ void VolumeStore::remove_file(const VolumePath& p) {
   auto e = stat(p);
   if (!e) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
   if (e->is_directory) throw FsError(400, "INVALID_PARAMETER_VALUE", fmt::format("{} is a directory", p.str()));
-  Fd d(open_parent(p, false));
-  if (::unlinkat(d.fd, p.parts.back().c_str(), 0) != 0) io_error("delete", p, errno);
+  UniqueFd d(open_parent(p, false));
+  if (::unlinkat(d.get(), p.parts.back().c_str(), 0) != 0) io_error("delete", p, errno);
 }
 
 void VolumeStore::remove_directory(const VolumePath& p) {
@@ -181,8 +168,8 @@ void VolumeStore::remove_directory(const VolumePath& p) {
   auto e = stat(p);
   if (!e) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
   if (!e->is_directory) throw FsError(400, "INVALID_PARAMETER_VALUE", fmt::format("{} is a file", p.str()));
-  Fd d(open_parent(p, false));
-  if (::unlinkat(d.fd, p.parts.back().c_str(), AT_REMOVEDIR) != 0) {
+  UniqueFd d(open_parent(p, false));
+  if (::unlinkat(d.get(), p.parts.back().c_str(), AT_REMOVEDIR) != 0) {
     if (errno == ENOTEMPTY || errno == EEXIST)
       throw FsError(409, "DIRECTORY_NOT_EMPTY",
                     fmt::format("{} is not empty; delete its contents first (air fs rm -r)", p.str()));
@@ -203,8 +190,8 @@ size_t VolumeStore::Reader::read_at(uint64_t offset, char* buf, size_t n) {
 std::unique_ptr<VolumeStore::Reader> VolumeStore::open_read(const VolumePath& p) const {
   if (!p.in_volume() || p.is_volume_root())
     throw FsError(404, "NOT_FOUND", fmt::format("{} is not a file", p.str()));
-  Fd d(open_parent(p, false));
-  int fd = ::openat(d.fd, p.parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  UniqueFd d(open_parent(p, false));
+  int fd = ::openat(d.get(), p.parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) throw FsError(404, "NOT_FOUND", fmt::format("{} does not exist", p.str()));
     if (errno == ELOOP)
@@ -212,9 +199,9 @@ std::unique_ptr<VolumeStore::Reader> VolumeStore::open_read(const VolumePath& p)
                     fmt::format("{} is a symbolic link; volume paths never follow links", p.str()));
     io_error("open", p, errno);
   }
-  Fd f(fd);
+  UniqueFd f(fd);
   struct stat st {};
-  ::fstat(f.fd, &st);
+  ::fstat(f.get(), &st);
   if (S_ISDIR(st.st_mode))
     throw FsError(404, "NOT_FOUND", fmt::format("{} is a directory, not a file", p.str()));
   return std::make_unique<Reader>(f.release(), static_cast<uint64_t>(st.st_size));
@@ -232,9 +219,9 @@ std::unique_ptr<VolumeStore::Writer> VolumeStore::begin_write(const VolumePath& 
     if (!overwrite)
       throw FsError(409, "ALREADY_EXISTS", fmt::format("{} already exists (upload with overwrite=true)", p.str()));
   }
-  Fd d(open_parent(p, true));
+  UniqueFd d(open_parent(p, true));
   std::string temp = "." + p.parts.back().substr(0, 200) + kTempMark + random_hex();
-  auto w = std::make_unique<Writer>(d.fd, p.parts.back(), temp, overwrite, p.str());
+  auto w = std::make_unique<Writer>(d.get(), p.parts.back(), temp, overwrite, p.str());
   d.release();
   return w;
 }

@@ -1,4 +1,5 @@
 // Line index, range reads and search over node log files (server/web/log_lines.h).
+#include "core/base/fd.h"
 #include "server/web/log_lines.h"
 
 #include <fcntl.h>
@@ -22,14 +23,6 @@ std::string lower(std::string_view s) {
 
 bool has(const std::string& hay, std::string_view needle) { return hay.find(needle) != std::string::npos; }
 
-struct Fd {
-  int fd;
-  explicit Fd(const std::string& path) : fd(::open(path.c_str(), O_RDONLY)) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Case-insensitive (ASCII) search for an already lower-case needle, without allocating: the search of a
 // 1,000,000-line log is one pass over it.
 bool contains_lower(std::string_view hay, std::string_view needle_lower) {
@@ -47,12 +40,12 @@ bool line_matches(std::string_view line, LineMatch kind, std::string_view needle
 
 void LogLineIndex::extend(File& f, const std::string& path, uint64_t size) {
   if (size <= f.scanned) return;
-  Fd in(path);
-  if (in.fd < 0) return;
+  UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) return;
   std::vector<char> buf(1 << 20);
   while (f.scanned < size) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - f.scanned));
-    ssize_t got = ::pread(in.fd, buf.data(), want, static_cast<off_t>(f.scanned));
+    ssize_t got = ::pread(in.get(), buf.data(), want, static_cast<off_t>(f.scanned));
     if (got <= 0) break;
     const char* p = buf.data();
     const char* end = p + got;
@@ -102,8 +95,8 @@ LineRange LogLineIndex::read(const std::string& path, uint64_t size, uint64_t st
   }
   if (to <= from) return r;
   std::string data(to - from, '\0');
-  Fd in(path);
-  if (in.fd < 0 || ::pread(in.fd, data.data(), data.size(), static_cast<off_t>(from)) != static_cast<ssize_t>(data.size()))
+  UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0 || ::pread(in.get(), data.data(), data.size(), static_cast<off_t>(from)) != static_cast<ssize_t>(data.size()))
     throw Error("cannot read log " + path);
   size_t pos = 0;
   while (pos < data.size()) {
