@@ -14,6 +14,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "core/base/error.h"
 #include "core/base/fd.h"
@@ -135,14 +138,16 @@ class Walker {
       : m_(m), real_root_(std::move(real_root)), ignore_files_(ignore_files) {}
 
   void walk(int fd, const std::string& rel, bool inside);
+  // Stats the files the walk found (on every core for a big tree) and records them in walk order.
+  void add_found(int root_fd);
   const IgnoreStack& stack() const { return stack_; }
   const std::vector<uint64_t>& counts() const { return counts_; }
 
  private:
   enum class Scope { kOutside, kAncestor, kInside };
   Scope child_scope(const std::string& path) const;
-  void add_entry(int dirfd, const std::string& name, const std::string& path);
-  void add_symlink(int dirfd, const std::string& name, const std::string& path, const struct stat& st);
+  void add_entry(int root_fd, const std::string& path, const struct stat& st);
+  void add_symlink(int root_fd, const std::string& path, const struct stat& st);
   uint64_t count_files(int dirfd, const std::string& name);
   void count(int rule, uint64_t n) {
     if (counts_.size() <= static_cast<size_t>(rule)) counts_.resize(rule + 1);
@@ -154,6 +159,7 @@ class Walker {
   bool ignore_files_;  // honour .gitignore/.airignore (off for a git export: every file there is tracked)
   IgnoreStack stack_;
   std::vector<uint64_t> counts_;
+  std::vector<std::string> found_;  // non-directory entries the walk kept, root-relative, in walk order
 };
 
 Walker::Scope Walker::child_scope(const std::string& path) const {
@@ -202,7 +208,7 @@ void Walker::walk(int fd, const std::string& rel, bool inside) {
       continue;
     }
     if (!is_dir) {
-      add_entry(dirfd, e.name, path);
+      found_.push_back(std::move(path));
       continue;
     }
     int sub = ::openat(dirfd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -239,10 +245,47 @@ uint64_t Walker::count_files(int dirfd, const std::string& name) {
   return n;
 }
 
-void Walker::add_entry(int dirfd, const std::string& name, const std::string& path) {
-  struct stat st;
-  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw read_error("'" + path + "'", errno);
-  if (S_ISLNK(st.st_mode)) return add_symlink(dirfd, name, path, st);
+// The walk lists folders and decides what the rules keep; the lstat of every kept file (~45% of a scan of
+// 20,000 files, one thread) runs here afterwards, split over the cores for a big tree: an unchanged tree's
+// re-submit is this scan and nothing else. Paths are resolved from the root (the walk opened each folder
+// without following links; what the archive's reader opens is resolved the same way).
+void Walker::add_found(int root_fd) {
+  struct Stat {
+    struct stat st;
+    int err;
+  };
+  std::vector<Stat> stats(found_.size());
+  auto stat_range = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      stats[i].err = ::fstatat(root_fd, found_[i].c_str(), &stats[i].st, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+  };
+  // A thread costs ~50 us to start: worth it from a few thousand files (each lstat is ~2 us).
+  constexpr size_t kFilesPerThread = 2048;
+  const size_t threads =
+      std::min<size_t>(static_cast<size_t>(snapshot_threads()), std::max<size_t>(1, found_.size() / kFilesPerThread));
+  std::vector<std::thread> running;
+  const size_t per = found_.size() / threads + 1;
+  for (size_t t = 1; t < threads; ++t) {
+    const size_t begin = std::min(found_.size(), t * per), end = std::min(found_.size(), (t + 1) * per);
+    try {
+      running.emplace_back(stat_range, begin, end);
+    } catch (const std::system_error&) {
+      stat_range(begin, end);  // no thread to be had (a process or memory limit): this one does its share
+    }
+  }
+  stat_range(0, std::min(found_.size(), per));
+  for (auto& t : running) t.join();
+
+  m_.files.reserve(found_.size());
+  for (size_t i = 0; i < found_.size(); ++i) {
+    if (stats[i].err) throw read_error("'" + found_[i] + "'", stats[i].err);
+    add_entry(root_fd, found_[i], stats[i].st);
+  }
+  found_.clear();
+}
+
+void Walker::add_entry(int root_fd, const std::string& path, const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return add_symlink(root_fd, path, st);
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISFIFO(st.st_mode)   ? "a fifo"
                        : S_ISSOCK(st.st_mode) ? "a socket"
@@ -251,7 +294,7 @@ void Walker::add_entry(int dirfd, const std::string& name, const std::string& pa
     m_.skipped.push_back({path, std::string(kind) + ": only regular files and symlinks are archived"});
     return;
   }
-  if (!readable(dirfd, name, st)) throw read_error("'" + path + "'", EACCES);
+  if (!readable(root_fd, path, st)) throw read_error("'" + path + "'", EACCES);
   SnapshotFile f;
   f.path = path;
   f.size = static_cast<uint64_t>(st.st_size);
@@ -259,18 +302,18 @@ void Walker::add_entry(int dirfd, const std::string& name, const std::string& pa
   f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   f.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
   f.inode = st.st_ino;
-  std::string base = name;
+  std::string base = path.substr(path.rfind('/') + 1);  // the whole path when it has no '/'
   if (base == ".npmrc" || base == ".pypirc") {
-    if (looks_like_credential(path, read_small_file(dirfd, name, path, 64 << 10))) m_.credential_like.push_back(path);
+    if (looks_like_credential(path, read_small_file(root_fd, path, path, 64 << 10))) m_.credential_like.push_back(path);
   } else if (looks_like_credential(path, {})) {
     m_.credential_like.push_back(path);
   }
   m_.files.push_back(std::move(f));
 }
 
-void Walker::add_symlink(int dirfd, const std::string& name, const std::string& path, const struct stat& st) {
+void Walker::add_symlink(int root_fd, const std::string& path, const struct stat& st) {
   std::string target(PATH_MAX, '\0');
-  ssize_t n = ::readlinkat(dirfd, name.c_str(), target.data(), target.size());
+  ssize_t n = ::readlinkat(root_fd, path.c_str(), target.data(), target.size());
   if (n < 0) throw read_error("symlink '" + path + "'", errno);
   target.resize(static_cast<size_t>(n));
   std::string dir = path.substr(0, path.rfind('/') + 1);
@@ -361,7 +404,10 @@ SnapshotManifest scan_snapshot(const std::string& root, const std::vector<std::s
   int fd = ::open(m.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw read_error("snapshot root '" + m.root + "'", errno);
   Walker walker(m, m.root, ignore_files);
+  UniqueFd root_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));  // walk() takes fd
+  if (!root_fd.valid()) throw read_error("snapshot root '" + m.root + "'", errno);
   walker.walk(fd, "", m.include_paths.empty());
+  walker.add_found(root_fd.get());
 
   std::sort(m.files.begin(), m.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   for (const auto& f : m.files) m.total_bytes += f.size;

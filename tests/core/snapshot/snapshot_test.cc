@@ -62,6 +62,56 @@ TEST_CASE("scan: manifest of files, sizes, largest and rule counts", "[snapshot]
   CHECK(m.root == std::filesystem::canonical(dir.path()).string());
 }
 
+TEST_CASE("scan: a big tree (its files stat'ed on several threads) gives every file's metadata, in order", "[snapshot]") {
+  // 6,000 kept files: more than one thread's share (core/snapshot/scan.cc add_found), whatever the core count.
+  TempDir dir;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 6000; ++i) {
+    std::string rel = "pkg" + std::to_string(i % 37) + "/m" + std::to_string(i % 5) + "/f" + std::to_string(i) + ".py";
+    write_file(dir / rel, std::string(static_cast<size_t>(i % 97), 'a'));
+    expected.push_back(rel);
+  }
+  for (int i = 0; i < 300; ++i) write_file(dir / ("pkg" + std::to_string(i % 37) + "/skip" + std::to_string(i) + ".tmp"), "x");
+  write_file(dir / ".gitignore", "*.tmp\n");
+  expected.push_back(".gitignore");
+  write_file(dir / "pkg3/run.sh", "#!/bin/sh\n");
+  ::chmod((dir / "pkg3/run.sh").c_str(), 0755);
+  expected.push_back("pkg3/run.sh");
+  write_file(dir / "pkg7/.npmrc", "//registry.npmjs.org/:_authToken=abc\n");
+  expected.push_back("pkg7/.npmrc");
+  std::filesystem::create_symlink("../pkg1/m1/f1.py", dir / "pkg2/inside_link");
+  expected.push_back("pkg2/inside_link");
+  std::filesystem::create_symlink("/etc/passwd", dir / "pkg4/outside_link");
+  REQUIRE(::mkfifo((dir / "pkg5/queue").c_str(), 0644) == 0);
+  std::sort(expected.begin(), expected.end());
+
+  air::SnapshotManifest m = air::scan_snapshot(dir.path(), {});
+  REQUIRE(paths_of(m) == expected);
+  uint64_t total = 0;
+  std::vector<std::string> wrong;  // files whose metadata is not their own lstat's
+  for (const auto& f : m.files) {
+    struct stat st;
+    REQUIRE(::lstat((dir / f.path).c_str(), &st) == 0);
+    bool ok = f.symlink == S_ISLNK(st.st_mode) && f.size == (f.symlink ? 0 : static_cast<uint64_t>(st.st_size)) &&
+              f.inode == st.st_ino &&
+              f.mtime_ns == static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec &&
+              f.executable == (f.path == "pkg3/run.sh");
+    if (!ok) wrong.push_back(f.path);
+    total += f.size;
+  }
+  CHECK(wrong.empty());
+  CHECK(m.total_bytes == total);
+  CHECK(m.files[std::find(expected.begin(), expected.end(), "pkg2/inside_link") - expected.begin()].link_target ==
+        "../pkg1/m1/f1.py");
+  CHECK(excluded_by(m, ".gitignore:1") == 300);
+  CHECK(m.credential_like == std::vector<std::string>{"pkg7/.npmrc"});
+  REQUIRE(m.skipped.size() == 2);
+  CHECK(m.skipped[0].path == "pkg4/outside_link");
+  CHECK(m.skipped[1].path == "pkg5/queue");
+  // The same tree scanned again gives the same fingerprint (the threads' split does not show).
+  CHECK(air::snapshot_fingerprint(air::scan_snapshot(dir.path(), {})) == air::snapshot_fingerprint(m));
+}
+
 TEST_CASE("scan: .airignore overrides .gitignore both ways", "[snapshot]") {
   TempDir dir;
   write_file(dir / ".gitignore", "*.ckpt\n");
