@@ -34,11 +34,16 @@ echo "generating $files files, $mb MB under $work ..." >&2
 "$bench" generate "$work/project" "$mb" "$files" 1
 # The cache does not remember files modified in the last 2 s (they could change again unseen).
 sleep 2.5
+# Every timed command starts with nothing left to write back: the generator's 850 MB (and each run's
+# archive) are flushed by kernel threads that take CPU from whatever runs next; without the sync the
+# cold runs paid for the generator (2026-12-06, 2 cores: 3.48 CPU s without, 2.67 with).
+sync
 read -r gen_files gen_bytes < <(find "$work/project" -type f -printf '%s\n' | awk '{n++; s+=$1} END {print n, s}')
 
 echo "air snapshot, 3 cold runs (empty cache each time) ..." >&2
 cold_walls=() cold_cpus=() digests=()
 for i in 1 2 3; do
+  sync
   read -r total scan nfiles nbytes abytes reused sha cpu < <("$bench" snapshot "$work/project" "$work/cache$i")
   [ "$reused" = 0 ] || { echo "snapshot.sh: a cold run reused the cache" >&2; exit 1; }
   cold_walls+=("$total") cold_cpus+=("$cpu") digests+=("$sha")
@@ -62,12 +67,14 @@ done
 tar_zstd_wall=""
 if command -v zstd >/dev/null; then
   echo "tar | zstd -T2 ..." >&2
+  sync
   timed "tar cf - -C '$work' project | zstd -q -T2 > '$work/project.tar.zst'"
   tar_zstd_wall=$wall tar_zstd_cpu=$cpu
   tar_zstd_bytes=$(stat -c %s "$work/project.tar.zst"); rm -f "$work/project.tar.zst"
 fi
 
 echo "tar czf (takes a while) ..." >&2
+sync
 timed "tar czf '$work/project.tar.gz' -C '$work' project"
 tar_gz_wall=$wall tar_gz_cpu=$cpu
 tar_gz_bytes=$(stat -c %s "$work/project.tar.gz"); rm -f "$work/project.tar.gz"
