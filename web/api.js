@@ -15,7 +15,8 @@ export class ApiError extends Error {
 
 async function request(path, opts = {}) {
   const headers = { Authorization: `Bearer ${opts.token ?? token()}` };
-  const res = await fetch(path, { headers, signal: opts.signal, cache: 'no-store' });
+  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(path, { method: opts.method || 'GET', headers, body: opts.body, signal: opts.signal, cache: 'no-store' });
   if (!res.ok) {
     let msg = `${res.status} ${res.statusText}`;
     try {
@@ -30,6 +31,10 @@ async function request(path, opts = {}) {
 
 export const getJson = async (path, opts) => (await request(path, opts)).json();
 export const getBlob = async (path, opts) => (await request(path, opts)).blob();
+// The page's one action so far: POST with a JSON body (cancel a run). The bearer header, not a cookie, carries
+// the token, so another site cannot make the browser send it.
+export const postJson = async (path, body = {}) =>
+  (await request(path, { method: 'POST', body: JSON.stringify(body) })).json();
 
 export const API = '/api/air/v1';
 export const nodePath = (run, attempt, node) => `${API}/runs/${encodeURIComponent(run)}/attempts/${attempt}/nodes/${node}`;

@@ -1,7 +1,9 @@
 // The run page: summary, attempts, nodes (the first failing node highlighted, fatal lines marked), charts
 // of every metric, a live log per node, and the configuration (the YAML as submitted: secret references
-// only, values never leave the workspace). Polls the run every second until it ends.
-import { API, getJson } from './api.js';
+// only, values never leave the workspace). Polls the run every second until it ends. A run not over has a
+// Cancel button (two clicks: the first arms it for 5 s); the workspace decides who may (CAN_MANAGE_RUN) and
+// its refusal is shown as it says it.
+import { API, getJson, postJson } from './api.js';
 import { ChartsPanel } from './charts_panel.js';
 import { el, fmtDuration, fmtTime, stateBadge, TERMINAL } from './dom.js';
 import { LogView } from './logview.js';
@@ -25,6 +27,9 @@ class RunPage {
     this.system = new SystemPanel();
     this.alerts = el('ul', { class: 'alerts', hidden: true });
     this.head = el('div', { class: 'runhead' });
+    this.cancelBtn = el('button', { id: 'cancel', class: 'btn danger', type: 'button', text: 'Cancel run',
+      onclick: () => this.cancel() });
+    this.cancelMsg = el('span', { class: 'cancelmsg', role: 'status' });
     this.attempts = el('div', { class: 'attempts' });
     this.failure = el('div', { class: 'failure', hidden: true });
     this.nodes = el('tbody');
@@ -53,6 +58,7 @@ class RunPage {
   destroy() {
     this.alive = false;
     clearTimeout(this.timer);
+    clearTimeout(this.disarm);
     for (const v of this.logs.values()) v.destroy();
   }
 
@@ -68,6 +74,30 @@ class RunPage {
     if (this.run && !live) this.settled = true;  // one more pass after the end picks up the final metrics
   }
 
+  async cancel() {
+    if (!this.armed) {
+      this.armed = true;
+      this.cancelBtn.textContent = 'Click again to cancel';
+      this.cancelMsg.textContent = '';
+      this.cancelMsg.classList.remove('error');
+      this.disarm = setTimeout(() => { this.armed = false; this.cancelBtn.textContent = 'Cancel run'; }, 5000);
+      return;
+    }
+    clearTimeout(this.disarm);
+    this.armed = false;
+    this.cancelBtn.disabled = true;
+    this.cancelBtn.textContent = 'Cancelling…';
+    try {
+      await postJson(`${API}/runs/${encodeURIComponent(this.id)}/cancel`);
+      this.cancelMsg.textContent = 'Cancel requested: the nodes are being stopped.';
+    } catch (e) {
+      this.cancelMsg.textContent = e.message;
+      this.cancelMsg.classList.add('error');
+      this.cancelBtn.disabled = false;
+    }
+    this.cancelBtn.textContent = 'Cancel run';
+  }
+
   shownAttempt() {
     const as = this.run.attempts;
     if (!as.length) return null;
@@ -77,15 +107,17 @@ class RunPage {
   draw() {
     const r = this.run;
     const end = r.ended_at_ms || Date.now();
-    this.head.replaceChildren(
+    const over = TERMINAL.has(r.state);
+    this.head.replaceChildren(...[
       el('h1', {}, `Run ${r.run_id} `, stateBadge(r.state)),
+      over ? null : el('div', { class: 'actions' }, this.cancelBtn, ' ', this.cancelMsg),
       el('dl', { class: 'facts' },
         fact('Experiment', r.experiment_name || '—'),
         fact('Accelerators', `${r.num_accelerators} × ${r.accelerator_type} (${r.num_nodes} node${r.num_nodes === 1 ? '' : 's'} of ${r.accelerators_per_node})`),
         fact('Submitted', fmtTime(r.submitted_at_ms)),
         fact('Duration', r.started_at_ms ? fmtDuration(end - r.started_at_ms) : '—'),
         fact('Retries', `${Math.max(0, r.attempts.length - 1)} of ${r.max_retries < 0 ? '∞' : r.max_retries}`),
-        r.status_message ? fact('Status', r.status_message) : null));
+        r.status_message ? fact('Status', r.status_message) : null)].filter(Boolean));
     this.config.textContent = r.workload_yaml || '';
     this.drawAlerts(r);
     const a = this.shownAttempt();
