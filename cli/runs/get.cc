@@ -123,7 +123,7 @@ void print_run(std::ostream& out, const api::RunInfo& r, bool color, const std::
     if (&a == &r.attempts.back() && !system.empty()) out << "  system (latest, mean over the attempt):\n" << system;
     out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", "NODE", "STATE", "EXIT", "PID", "GPUS", "MESSAGE");
     for (const auto& n : a.nodes)
-      out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", n.rank, n.state,
+      out << fmt::format("  {:<6}{:<11}{:<6}{:<9}{:<10}{}\n", n.rank, to_string(n.state),
                          n.exit_code ? std::to_string(*n.exit_code) : "-", n.pid ? std::to_string(*n.pid) : "-",
                          n.gpus.empty() ? "-" : n.gpus, n.message);
   }

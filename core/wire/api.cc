@@ -267,6 +267,7 @@ json out(const EnvList& env, KeysOf) {
   for (const auto& kv : env) a.push_back(kv.first);
   return a;
 }
+json out(NodeState s) { return to_string(s); }
 json out(double d, NonFinite) {
   if (std::isnan(d)) return "NaN";
   if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
@@ -324,6 +325,18 @@ void in(const json& j, const char* key, EnvList& env) {
   for (const auto& k : order) env.emplace_back(k, it->value(k, std::string()));
 }
 void in(const json&, const char*, EnvList&, KeysOf) {}  // read together with "env"
+// A node state by its name; a name this build does not know is refused (400 from a route, a clear error in
+// the CLI), not read as some other state.
+void in(const json& j, const char* key, NodeState& s) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  std::optional<NodeState> v;
+  if (it->is_string()) v = node_state_from_string(it->get_ref<const std::string&>());
+  if (!v)
+    throw json::type_error::create(302, std::string("field '") + key + "' is not a node state (PENDING, STARTING, "
+                                                                       "RUNNING, SUCCEEDED, FAILED or LOST)", &*it);
+  s = *v;
+}
 void in(const json& j, const char* key, double& d, NonFinite) {
   auto it = j.find(key);
   if (it == j.end()) return;

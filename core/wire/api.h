@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/diagnostics.h"
+#include "core/wire/run_state.h"
 
 namespace air::api {
 
@@ -35,7 +36,7 @@ struct SubmitRequest {
 
 struct NodeInfo {
   int rank = 0;
-  std::string state = "PENDING";  // PENDING STARTING RUNNING SUCCEEDED FAILED LOST
+  NodeState state = NodeState::kPending;  // its name on the wire (core/wire/run_state.h)
   std::optional<int> exit_code;
   std::string message;
   std::optional<int> pid;  // the command's pid on its host
@@ -165,7 +166,7 @@ struct NodeSpec {
 
 // POST /runs/{run}/attempts/{k}/nodes/{n}/status
 struct NodeStatusReport {
-  std::string state;  // STARTING RUNNING SUCCEEDED FAILED
+  NodeState state = NodeState::kStarting;  // STARTING, RUNNING, SUCCEEDED or FAILED (the workspace says LOST)
   std::optional<int> exit_code;
   std::string message;
   std::optional<int> pid;

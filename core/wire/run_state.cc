@@ -20,6 +20,19 @@ std::optional<RunState> run_state_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_node_terminal(std::string_view st) { return st == "SUCCEEDED" || st == "FAILED" || st == "LOST"; }
+namespace {
+constexpr std::array<std::string_view, 6> kNodeNames = {"PENDING", "STARTING", "RUNNING",
+                                                         "SUCCEEDED", "FAILED", "LOST"};
+}
+
+bool is_terminal(NodeState s) { return static_cast<int>(s) >= static_cast<int>(NodeState::kSucceeded); }
+
+std::string to_string(NodeState s) { return std::string(kNodeNames.at(static_cast<size_t>(s))); }
+
+std::optional<NodeState> node_state_from_string(std::string_view s) {
+  for (size_t i = 0; i < kNodeNames.size(); ++i)
+    if (kNodeNames[i] == s) return static_cast<NodeState>(i);
+  return std::nullopt;
+}
 
 }  // namespace air

@@ -414,7 +414,7 @@ int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& s
   }
   final.message = describe_exit(out.wait_status);
   if (*final.exit_code != 0) return kExitFailed;
-  final.state = "SUCCEEDED";
+  final.state = NodeState::kSucceeded;
   return kExitOk;
 }
 
@@ -422,7 +422,7 @@ int run_command(const SpawnOptions& spawn, Pipeline& pipeline, StatusReporter& s
 // final_status.json in the node's folder).
 void spool_final_status(const std::string& dir, const api::NodeStatusReport& final) {
   std::ofstream f(dir + "/final_status.json", std::ios::trunc);
-  f << nlohmann::json{{"state", final.state},
+  f << nlohmann::json{{"state", to_string(final.state)},
                       {"exit_code", final.exit_code ? nlohmann::json(*final.exit_code) : nlohmann::json()},
                       {"message", final.message}}
            .dump()
@@ -496,7 +496,7 @@ int run_node_agent(const NodeAgentOptions& o) {
     r.step = steps->step();
   });
   system.start();
-  status.start("STARTING");
+  status.start(NodeState::kStarting);
   LogSpool spool(dir + "/log.spool", spec.max_log_bytes);
   ShipperOptions so;
   so.path = node_path(o, "logs");
@@ -507,7 +507,7 @@ int run_node_agent(const NodeAgentOptions& o) {
   Pipeline pipeline{spool, shipper, tail, log, {o.token}, &*steps, false, {}};
 
   api::NodeStatusReport final;
-  final.state = "FAILED";
+  final.state = NodeState::kFailed;
   int exit_code = kExitFailed;
   try {
     SpawnOptions spawn = prepare_command(o, spec, client, dir, pipeline, status);
@@ -517,7 +517,7 @@ int run_node_agent(const NodeAgentOptions& o) {
     log.info(e.what());
     if (g_signal.load()) exit_code = kExitInterrupted;
   }
-  if (final.state == "FAILED") final.last_lines = tail.last_lines(20);
+  if (final.state == NodeState::kFailed) final.last_lines = tail.last_lines(20);
   final.message = redact(final.message, pipeline.secrets);
 
   spool_final_status(dir, final);
@@ -529,7 +529,7 @@ int run_node_agent(const NodeAgentOptions& o) {
   auto report_deadline = signalled ? Clock::now() + std::chrono::milliseconds(1500)
                                    : std::max(drain_deadline, Clock::now() + std::chrono::seconds(10));
   if (!status.send_final(final, report_deadline)) log.info("could not deliver the final status to the workspace");
-  log.info("done: " + final.state);
+  log.info("done: " + to_string(final.state));
   return exit_code;
 }
 

@@ -28,7 +28,7 @@ StatusReporter::StatusReporter(std::unique_ptr<Client> client, std::string path,
 
 StatusReporter::~StatusReporter() { finish(); }
 
-void StatusReporter::start(const std::string& state) {
+void StatusReporter::start(NodeState state) {
   current_.state = state;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) current_.host = host;  // shown on the run page
@@ -39,7 +39,7 @@ void StatusReporter::start(const std::string& state) {
 void StatusReporter::set_running(int pid) {
   {
     std::lock_guard lock(mu_);
-    current_.state = "RUNNING";
+    current_.state = NodeState::kRunning;
     current_.pid = pid;
     changed_ = true;
   }

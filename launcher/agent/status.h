@@ -25,7 +25,7 @@ class StatusReporter {
   // Called on every heartbeat's copy of the report before it is sent (the node's GPU and step figures);
   // set before start().
   void set_enricher(std::function<void(api::NodeStatusReport&)> f) { enrich_ = std::move(f); }
-  void start(const std::string& state);
+  void start(NodeState state);
   void set_running(int pid);
   bool stop_requested() const { return stop_requested_.load(); }
   // Ends the heartbeats (the final report is sent by send_final).

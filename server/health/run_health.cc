@@ -72,7 +72,7 @@ WatchResult HealthBook::watch(api::RunInfo& info, const api::AttemptInfo& a, con
   const StallPolicy policy{info.stall_timeout_minutes, minute_ms};
   std::vector<int> running;
   for (const auto& n : a.nodes) {
-    if (n.state != "RUNNING") continue;
+    if (n.state != NodeState::kRunning) continue;
     running.push_back(n.rank);
     Node& node = book.nodes[n.rank];
     if (!node.watched_since_ms) node.watched_since_ms = now_ms;

@@ -199,7 +199,7 @@ void write_node(sqlite3* db, const RunRecord& r, const api::AttemptInfo& a, cons
   Stmt nd(db,
           "INSERT OR REPLACE INTO nodes(run_id, attempt, rank, state, exit_code, message, pid, gpus, "
           "agent_pid, running_at_ms) VALUES(?,?,?,?,?,?,?,?,?,?)");
-  nd.bind(1, r.info.run_id).bind(2, a.number).bind(3, n.rank).bind(4, n.state).bind(5, n.exit_code)
+  nd.bind(1, r.info.run_id).bind(2, a.number).bind(3, n.rank).bind(4, to_string(n.state)).bind(5, n.exit_code)
       .bind(6, n.message).bind(7, n.pid).bind(8, n.gpus).bind(9, agent_pid)
       .bind(10, n.running_at_ms).step();
 }
@@ -285,7 +285,7 @@ std::vector<RunRecord> Store::load_runs() const {
         if (a.number != attempt) continue;
         api::NodeInfo n;
         n.rank = static_cast<int>(s.num(2));
-        n.state = s.text(3);
+        n.state = node_state_from_string(s.text(3)).value_or(NodeState::kLost);  // a name this build does not know
         n.exit_code = s.opt(4);
         n.message = s.text(5);
         n.pid = s.opt(6);

@@ -216,9 +216,8 @@ api::NodeSpec Lifecycle::node_spec(const std::string& id, int attempt, int node)
 
 api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, int node,
                                             const api::NodeStatusReport& rep) {
-  static const std::set<std::string> kStates = {"STARTING", "RUNNING", "SUCCEEDED", "FAILED"};
-  if (!kStates.count(rep.state))
-    throw HttpError(400, "INVALID_ARGUMENT", "unknown node state '" + rep.state + "'");
+  if (rep.state == NodeState::kPending || rep.state == NodeState::kLost)  // the workspace's verdicts, not an agent's
+    throw HttpError(400, "INVALID_ARGUMENT", "a node cannot report the state '" + to_string(rep.state) + "'");
   std::lock_guard<std::mutex> g(runs_.mu());
   RunRecord& r = runs_.find(id);
   check_node(r, attempt, node);
@@ -228,22 +227,22 @@ api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, 
   runtime_[{id, attempt, node}].last_seen_ms = now();
   health_.heartbeat(id, attempt, node, rep, now());
   api::NodeInfo& n = a->nodes.at(node);
-  if (is_node_terminal(n.state)) return {"stop"};
+  if (is_terminal(n.state)) return {"stop"};
   bool changed = n.state != rep.state || (rep.pid && n.pid != rep.pid);
   if (rep.pid) n.pid = rep.pid;
   if (!rep.host.empty()) n.host = rep.host;
-  if (rep.state == "STARTING" || rep.state == "RUNNING") {
+  if (rep.state == NodeState::kStarting || rep.state == NodeState::kRunning) {
     n.state = rep.state;
-    if (rep.state == "RUNNING" && !n.running_at_ms) n.running_at_ms = now();
-    if (rep.state == "RUNNING" && state_of(r) == RunState::kPending) {
+    if (rep.state == NodeState::kRunning && !n.running_at_ms) n.running_at_ms = now();
+    if (rep.state == NodeState::kRunning && state_of(r) == RunState::kPending) {
       set_state(r, RunState::kRunning);
       if (!r.info.started_at_ms) r.info.started_at_ms = now();
       changed = true;
     }
-    if (rep.state == "RUNNING" && state_of(r, *a) == RunState::kPending) set_state(r, *a, RunState::kRunning);
+    if (rep.state == NodeState::kRunning && state_of(r, *a) == RunState::kPending) set_state(r, *a, RunState::kRunning);
     if (changed) {
       bool all_running = true;
-      for (const auto& x : a->nodes) all_running = all_running && x.state == "RUNNING";
+      for (const auto& x : a->nodes) all_running = all_running && x.state == NodeState::kRunning;
       if (all_running && r.stop_kind.empty()) r.info.status_message = "all nodes running";
       store_.save_run_node(r, attempt, node);  // this node's row and the run's head, not every node's
       logs_.wake();
@@ -252,7 +251,7 @@ api::NodeStatusReply Lifecycle::node_status(const std::string& id, int attempt, 
     n.state = rep.state;
     n.exit_code = rep.exit_code;
     n.message = rep.message;
-    if (rep.state == "FAILED") {
+    if (rep.state == NodeState::kFailed) {
       std::string why = rep.message.empty()
                             ? fmt::format("node {} failed with exit code {}", node, rep.exit_code.value_or(-1))
                             : fmt::format("node {} failed: {}", node, rep.message);
@@ -273,8 +272,8 @@ void Lifecycle::node_failed(RunRecord& r, int rank, std::optional<int> exit_code
   api::AttemptInfo* a = current(r);
   if (!a) return;
   api::NodeInfo& n = a->nodes.at(rank);
-  if (!is_node_terminal(n.state)) {
-    n.state = "FAILED";
+  if (!is_terminal(n.state)) {
+    n.state = NodeState::kFailed;
     n.exit_code = exit_code;
     n.message = why;
   }
@@ -297,7 +296,7 @@ void Lifecycle::begin_stop(RunRecord& r, const std::string& kind, const std::str
   // A batch job none of whose agents has started (still queued) cannot hear "stop": remove it now.
   if (api::AttemptInfo* a = current(r); a && !a->job_id.empty()) {
     bool none_started = true;
-    for (const auto& n : a->nodes) none_started = none_started && n.state == "PENDING";
+    for (const auto& n : a->nodes) none_started = none_started && n.state == NodeState::kPending;
     if (none_started) job_cancels_.push_back({a->job_id, 0});
   }
   maybe_finish_attempt(r);
@@ -309,7 +308,7 @@ void Lifecycle::maybe_finish_attempt(RunRecord& r) {
   api::AttemptInfo* a = current(r);
   if (!a || over(r, *a)) return;
   for (const auto& n : a->nodes)
-    if (!is_node_terminal(n.state)) return;
+    if (!is_terminal(n.state)) return;
   finish_attempt(r);
 }
 
@@ -343,7 +342,7 @@ void Lifecycle::release_attempt(RunRecord& r, const api::AttemptInfo& a) {
 
 RunState Lifecycle::attempt_end(const RunRecord& r, const api::AttemptInfo& a) const {
   bool all_ok = true;
-  for (const auto& n : a.nodes) all_ok = all_ok && n.state == "SUCCEEDED";
+  for (const auto& n : a.nodes) all_ok = all_ok && n.state == NodeState::kSucceeded;
   const std::string& kind = r.stop_kind;
   return kind.empty() && all_ok ? RunState::kSucceeded
          : kind == "cancel"     ? RunState::kCanceled
@@ -413,18 +412,18 @@ void Lifecycle::tick_run(RunRecord& r) {
     if (t - r.stop_started_ms < opts_.stop_grace_ms) {
       // Nodes that will never answer (their agent is gone) need not hold the stop up.
       for (auto& n : a->nodes)
-        if (!is_node_terminal(n.state) && n.rank < static_cast<int>(r.agent_pids.size()) &&
+        if (!is_terminal(n.state) && n.rank < static_cast<int>(r.agent_pids.size()) &&
             r.agent_pids[n.rank] > 0 && !backend_.agent_alive(r.agent_pids[n.rank])) {
-          n.state = "LOST";
+          n.state = NodeState::kLost;
           n.message = "agent exited while being stopped";
         }
       maybe_finish_attempt(r);
       return;
     }
     for (auto& n : a->nodes)
-      if (!is_node_terminal(n.state)) {
+      if (!is_terminal(n.state)) {
         if (n.rank < static_cast<int>(r.agent_pids.size())) backend_.kill_node(r.agent_pids[n.rank]);
-        n.state = "LOST";
+        n.state = NodeState::kLost;
         n.message = fmt::format("killed by the workspace: no exit {} s after stop", opts_.stop_grace_ms / 1000);
       }
     finish_attempt(r);
@@ -438,15 +437,15 @@ void Lifecycle::tick_run(RunRecord& r) {
   if (check_stall(r, *a, t)) return;
   bool restarted = restarted_runs_.count(r.info.run_id) > 0;
   for (auto& n : a->nodes) {
-    if (is_node_terminal(n.state)) continue;
+    if (is_terminal(n.state)) continue;
     int pid = n.rank < static_cast<int>(r.agent_pids.size()) ? r.agent_pids[n.rank] : 0;
     auto& rt = runtime_[{r.info.run_id, a->number, n.rank}];
     if (pid > 0 && !backend_.agent_alive(pid)) {
-      n.state = "LOST";
+      n.state = NodeState::kLost;
       node_failed(r, n.rank, std::nullopt,
                   fmt::format("the agent of node {} exited without reporting an end (see its agent log)", n.rank), {});
     } else if (t - rt.last_seen_ms > opts_.heartbeat_timeout_ms) {
-      n.state = "LOST";
+      n.state = NodeState::kLost;
       node_failed(r, n.rank, std::nullopt,
                   restarted ? fmt::format("the agent of node {} did not re-attach within {} s after the workspace "
                                           "restarted",

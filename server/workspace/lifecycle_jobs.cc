@@ -51,8 +51,8 @@ void Lifecycle::run_launches() {
     if (!r.stop_kind.empty()) {
       a->job_id = res.job_id;
       for (auto& n : a->nodes)
-        if (!is_node_terminal(n.state)) {
-          n.state = "LOST";
+        if (!is_terminal(n.state)) {
+          n.state = NodeState::kLost;
           n.message = "stopped before its job started";
         }
       maybe_finish_attempt(r);
@@ -98,7 +98,7 @@ void Lifecycle::poll_jobs() {
     if (!error.empty()) {
       // Unknown is not lost: agents that run keep heartbeating; those not started yet are not blamed.
       for (const auto& n : a->nodes)
-        if (n.state == "PENDING") runtime_[{id, a->number, n.rank}].last_seen_ms = now();
+        if (n.state == NodeState::kPending) runtime_[{id, a->number, n.rank}].last_seen_ms = now();
       if (r.stop_kind.empty()) r.info.status_message = error;
       continue;
     }
@@ -111,7 +111,7 @@ void Lifecycle::apply_job_state(RunRecord& r, const JobState* s) {
   api::AttemptInfo* a = current(r);
   if (s && s->phase == JobState::Phase::kQueued) {
     for (const auto& n : a->nodes)
-      if (n.state == "PENDING") runtime_[{r.info.run_id, a->number, n.rank}].last_seen_ms = now();
+      if (n.state == NodeState::kPending) runtime_[{r.info.run_id, a->number, n.rank}].last_seen_ms = now();
     std::string msg = fmt::format("pending in the Slurm queue as job {}{}", a->job_id,
                                   s->reason.empty() ? "" : " (reason: " + s->reason + ")");
     if (r.stop_kind.empty() && r.info.status_message != msg) {
@@ -123,7 +123,7 @@ void Lifecycle::apply_job_state(RunRecord& r, const JobState* s) {
   }
   if (s && s->phase == JobState::Phase::kRunning) {
     bool none_started = true;
-    for (const auto& n : a->nodes) none_started = none_started && n.state == "PENDING";
+    for (const auto& n : a->nodes) none_started = none_started && n.state == NodeState::kPending;
     std::string msg = fmt::format("Slurm job {} running on {}; waiting for the node agents", a->job_id, s->nodes);
     if (none_started && r.stop_kind.empty() && r.info.status_message != msg) {
       r.info.status_message = msg;
@@ -142,15 +142,15 @@ void Lifecycle::end_for_job(RunRecord& r, const JobState* s) {
   std::string reason = fmt::format("Slurm ended job {}: {}", a->job_id, what);
   auto lose_rest = [&] {
     for (auto& n : a->nodes)
-      if (!is_node_terminal(n.state)) {
-        n.state = "LOST";
+      if (!is_terminal(n.state)) {
+        n.state = NodeState::kLost;
         n.message = reason;
       }
   };
   bool stopping = !r.stop_kind.empty();
   int first = -1;
   for (const auto& n : a->nodes)
-    if (!is_node_terminal(n.state) && first < 0) first = n.rank;
+    if (!is_terminal(n.state) && first < 0) first = n.rank;
   if (first < 0) return;  // every node already reported; the attempt ends through them
   if (stopping) {
     lose_rest();

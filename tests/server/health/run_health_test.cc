@@ -17,7 +17,7 @@ api::AttemptInfo running(int nodes) {
   for (int i = 0; i < nodes; ++i) {
     api::NodeInfo n;
     n.rank = i;
-    n.state = "RUNNING";
+    n.state = air::NodeState::kRunning;
     a.nodes.push_back(n);
   }
   return a;
@@ -25,7 +25,7 @@ api::AttemptInfo running(int nodes) {
 
 api::NodeStatusReport beat(int gpus, std::optional<int64_t> idle, std::optional<int64_t> step = {}) {
   api::NodeStatusReport r;
-  r.state = "RUNNING";
+  r.state = air::NodeState::kRunning;
   r.gpu_count = gpus;
   r.gpu_idle_ms = idle;
   r.step = step;

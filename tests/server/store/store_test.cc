@@ -63,7 +63,7 @@ RunRecord sample_run() {
     for (int n = 0; n < 2; ++n) {
       air::api::NodeInfo ni;
       ni.rank = n;
-      ni.state = k == 1 ? "FAILED" : "RUNNING";
+      ni.state = k == 1 ? air::NodeState::kFailed : air::NodeState::kRunning;
       if (k == 1) ni.exit_code = n == 1 ? 3 : 143;
       ni.pid = 500 + n;
       a.nodes.push_back(ni);
@@ -131,21 +131,21 @@ TEST_CASE("store: saving one node writes that node and the run's head, and leave
   RunRecord r = sample_run();
   s.save_run(r);
   r.info.status_message = "node 1 reported";
-  r.info.attempts[1].nodes[1].state = "SUCCEEDED";
+  r.info.attempts[1].nodes[1].state = air::NodeState::kSucceeded;
   r.info.attempts[1].nodes[1].exit_code = 0;
-  r.info.attempts[1].nodes[0].state = "LOST";  // in memory only: save_run_node names node 1
+  r.info.attempts[1].nodes[0].state = air::NodeState::kLost;  // in memory only: save_run_node names node 1
   s.save_run_node(r, 2, 1);
   auto runs = s.load_runs();
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].info.status_message == "node 1 reported");
   REQUIRE(runs[0].info.attempts.size() == 2);
-  CHECK(runs[0].info.attempts[1].nodes[1].state == "SUCCEEDED");
+  CHECK(runs[0].info.attempts[1].nodes[1].state == air::NodeState::kSucceeded);
   CHECK(runs[0].info.attempts[1].nodes[1].exit_code == 0);
-  CHECK(runs[0].info.attempts[1].nodes[0].state == "RUNNING");
-  CHECK(runs[0].info.attempts[0].nodes[1].state == "FAILED");  // another attempt's node of the same rank
+  CHECK(runs[0].info.attempts[1].nodes[0].state == air::NodeState::kRunning);
+  CHECK(runs[0].info.attempts[0].nodes[1].state == air::NodeState::kFailed);  // another attempt's node of the same rank
   CHECK(runs[0].agent_pids == std::vector<int>{101, 102});
   s.save_run(r);
-  CHECK(s.load_runs()[0].info.attempts[1].nodes[0].state == "LOST");
+  CHECK(s.load_runs()[0].info.attempts[1].nodes[0].state == air::NodeState::kLost);
 }
 
 TEST_CASE("store: tokens are kept by hash and scope, and a scope can be revoked") {

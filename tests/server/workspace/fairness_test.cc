@@ -76,7 +76,7 @@ struct Box {
       if (a.number == info.current_attempt)
         for (const auto& n : a.nodes) {
           air::api::NodeStatusReport r;
-          r.state = state;
+          r.state = air::node_state_from_string(state).value();
           r.exit_code = code;
           ws->lifecycle().node_status(id, a.number, n.rank, r);
         }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "server/workspace/errors.h"
 #include "server/workspace/lifecycle.h"
 #include "server/workspace/queue.h"
 #include "server/workspace/run_spec.h"
@@ -97,7 +98,7 @@ struct Bench {
   }
   std::string report(const std::string& id, int attempt, int node, const std::string& state) {
     air::api::NodeStatusReport r;
-    r.state = state;
+    r.state = air::node_state_from_string(state).value();
     return lifecycle->node_status(id, attempt, node, r).action;
   }
   air::api::RunInfo info(const std::string& id) {
@@ -125,7 +126,7 @@ TEST_CASE("lifecycle tick: a node silent past the heartbeat timeout is lost, the
   b.clock += 1;
   b.lifecycle->tick();
   air::api::RunInfo i = b.info(id);
-  CHECK(i.attempts[0].nodes[1].state == "LOST");
+  CHECK(i.attempts[0].nodes[1].state == air::NodeState::kLost);
   CHECK(i.attempts[0].reason == "lost node 1: no heartbeat for 15 s");
   CHECK(i.attempts[0].state == "RUNNING");  // node 0 is being stopped
   CHECK(b.report(id, 1, 0, "RUNNING") == "stop");
@@ -169,7 +170,7 @@ TEST_CASE("lifecycle tick: timeout_minutes stops every node, those still alive a
   air::api::RunInfo i = b.info(id);
   CHECK(i.attempts.size() == 1);
   CHECK(i.attempts[0].state == "TIMED_OUT");
-  CHECK(i.attempts[0].nodes[0].state == "LOST");
+  CHECK(i.attempts[0].nodes[0].state == air::NodeState::kLost);
   CHECK(i.attempts[0].nodes[0].message == "killed by the workspace: no exit 10 s after stop");
   CHECK(i.state == "TIMED_OUT");
   CHECK(i.ended_at_ms == b.clock);
@@ -187,7 +188,7 @@ TEST_CASE("lifecycle tick: during a cancel's grace a node whose agent is gone is
   b.clock += 1;
   b.lifecycle->tick();
   air::api::RunInfo i = b.info(id);
-  CHECK(i.attempts[0].nodes[0].state == "LOST");
+  CHECK(i.attempts[0].nodes[0].state == air::NodeState::kLost);
   CHECK(i.attempts[0].nodes[0].message == "agent exited while being stopped");
   CHECK(i.state == "RUNNING");  // node 1 still has its grace
 
@@ -196,4 +197,21 @@ TEST_CASE("lifecycle tick: during a cancel's grace a node whose agent is gone is
   CHECK(i.attempts[0].state == "CANCELED");
   CHECK(i.state == "CANCELED");
   CHECK(b.backend.killed.empty());
+}
+
+TEST_CASE("lifecycle: an agent cannot report PENDING or LOST (the workspace's own verdicts) and its node is untouched") {
+  Bench b;
+  std::string id = b.add(1, 0);
+  for (const char* s : {"PENDING", "LOST"}) {
+    try {
+      b.report(id, 1, 0, s);
+      FAIL("the report was taken");
+    } catch (const HttpError& e) {
+      CHECK(e.status == 400);
+      CHECK(std::string(e.what()) == std::string("a node cannot report the state '") + s + "'");
+    }
+  }
+  CHECK(b.info(id).attempts[0].nodes[0].state == air::NodeState::kPending);
+  CHECK(b.report(id, 1, 0, "RUNNING") == "continue");
+  CHECK(b.info(id).attempts[0].nodes[0].state == air::NodeState::kRunning);
 }

@@ -78,7 +78,7 @@ struct Box {
       if (a.number == attempt)
         for (const auto& n : a.nodes) {
           air::api::NodeStatusReport r;
-          r.state = state;
+          r.state = air::node_state_from_string(state).value();
           r.exit_code = code;
           ws->lifecycle().node_status(id, attempt, n.rank, r);
         }

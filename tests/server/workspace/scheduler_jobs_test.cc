@@ -93,7 +93,7 @@ struct Fixture {
   }
   void report(const std::string& id, int attempt, int node, const std::string& state, std::optional<int> code = {}) {
     air::api::NodeStatusReport r;
-    r.state = state;
+    r.state = air::node_state_from_string(state).value();
     r.exit_code = code;
     ws->lifecycle().node_status(id, attempt, node, r);
   }
@@ -148,7 +148,7 @@ TEST_CASE("batch: Slurm's time limit ends the run TIMED_OUT with Slurm's reason,
   CHECK(r.state == "TIMED_OUT");
   CHECK(r.status_message == "Slurm ended job 101: time limit reached (TIMEOUT)");
   CHECK(r.attempts.size() == 1);
-  CHECK(r.attempts[0].nodes[1].state == "LOST");
+  CHECK(r.attempts[0].nodes[1].state == air::NodeState::kLost);
 }
 
 TEST_CASE("batch: a node failure is a gang failure, retried as a new job per max_retries") {
@@ -250,5 +250,5 @@ TEST_CASE("batch: a failing sbatch fails every node with its message") {
   auto r = f.get(id);
   CHECK(r.state == "FAILED");
   CHECK(r.status_message == "could not launch the attempt: " + f.jobs.launch_error);
-  CHECK(r.attempts[0].nodes[1].state == "FAILED");
+  CHECK(r.attempts[0].nodes[1].state == air::NodeState::kFailed);
 }

@@ -76,7 +76,7 @@ struct Fixture {
   std::string report(const std::string& id, int attempt, int node, const std::string& state,
                      std::optional<int> code = std::nullopt, std::string msg = "") {
     NodeStatusReport r;
-    r.state = state;
+    r.state = air::node_state_from_string(state).value();
     r.exit_code = code;
     r.message = std::move(msg);
     r.pid = 4000 + node;
@@ -163,7 +163,7 @@ TEST_CASE("workspace: cancel stops every node, agents that do not exit within th
   f.ws->tick();
   auto r = f.get(id);
   CHECK(r.state == "CANCELED");
-  CHECK(r.attempts[0].nodes[1].state == "LOST");
+  CHECK(r.attempts[0].nodes[1].state == air::NodeState::kLost);
   CHECK(std::find(f.rec.killed.begin(), f.rec.killed.end(), 1002) != f.rec.killed.end());
   CHECK(f.ws->runs().cancel(id).already_terminal);
 }
@@ -246,7 +246,7 @@ TEST_CASE("workspace: an agent process that exits without a final report fails t
   auto r = f.get(id);
   REQUIRE(r.attempts[0].failing_node);
   CHECK(*r.attempts[0].failing_node == 1);
-  CHECK(r.attempts[0].nodes[1].state == "LOST");
+  CHECK(r.attempts[0].nodes[1].state == air::NodeState::kLost);
 }
 
 TEST_CASE("workspace: after a restart, running agents re-attach by heartbeat, a silent one fails the attempt") {
