@@ -5,53 +5,25 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <unistd.h>
-
 #include "server/workspace/workspace.h"
+#include "tests/server/workspace/workspace_box.h"
 
-namespace fs = std::filesystem;
 using namespace air::server;
 
 namespace {
 
-class GpuBackend : public Backend {
- public:
-  int total_gpus() const override { return 8; }
-  int start_node(const NodeLaunch&) override { return ++pid_; }
-  bool agent_alive(int) override { return true; }
-  void kill_node(int) override {}
+using air::server::test::WorkspaceBox;
 
- private:
-  int pid_ = 1000;
-};
-
-struct Box {
-  std::string home;
-  int64_t clock = 1'000'000;
-  std::unique_ptr<Workspace> ws;
+// 8 GPUs whose killed agents live on until their nodes report; open() again is a restart over the same SQLite
+// state, with `fair` as it is then.
+struct Box : WorkspaceBox {
   sched::FairConfig fair;
 
-  Box() {
-    char t[] = "/tmp/air-fair-test-XXXXXX";
-    home = ::mkdtemp(t);
+  Box() : WorkspaceBox("fair") {
+    rec.kill_ends_agent = false;
     open();
   }
-  ~Box() {
-    ws.reset();
-    fs::remove_all(home);
-  }
-  void open() {
-    ws.reset();
-    WorkspaceOptions o;
-    o.home = home;
-    o.ticker = false;
-    o.fair = fair;
-    o.now_ms = [this] { return clock; };
-    ws = std::make_unique<Workspace>(o, std::make_unique<GpuBackend>());
-    ws->set_url("http://127.0.0.1:1");
-    ws->start();
-  }
+  void open() { open_recording(8, [this](WorkspaceOptions& o) { o.fair = fair; }); }
   void member(const std::string& user, const std::string& group) {
     auto& ids = ws->auth().identity();
     if (!ids.group(group)) ids.add_group(group);
@@ -70,19 +42,10 @@ struct Box {
     p.groups = {"users"};
     return ws->runs().submit(req, p).run_id;
   }
+  // Every node of the run's current attempt.
   void report(const std::string& id, const std::string& state, std::optional<int> code = {}) {
-    auto info = ws->runs().get(id);
-    for (const auto& a : info.attempts)
-      if (a.number == info.current_attempt)
-        for (const auto& n : a.nodes) {
-          air::api::NodeStatusReport r;
-          r.state = air::node_state_from_string(state).value();
-          r.exit_code = code;
-          ws->lifecycle().node_status(id, a.number, n.rank, r);
-        }
+    report_all(id, 0, state, code);
   }
-  void finish(const std::string& id) { report(id, "SUCCEEDED", 0); }
-  bool started(const std::string& id) { return ws->runs().get(id).current_attempt > 0; }
   int running() {
     int n = 0;
     for (const auto& r : ws->runs().list(1000, false).runs) n += r.current_attempt > 0 && r.state != "SUCCEEDED" ? 1 : 0;

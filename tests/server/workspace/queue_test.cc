@@ -5,63 +5,21 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <unistd.h>
-
 #include "server/workspace/workspace.h"
+#include "tests/server/workspace/workspace_box.h"
 
-namespace fs = std::filesystem;
 using namespace air::server;
 
 namespace {
 
-struct Recorder {
-  std::vector<NodeLaunch> started;
-  std::set<int> dead;
-};
+using air::server::test::WorkspaceBox;
 
-class GpuBackend : public Backend {
- public:
-  explicit GpuBackend(Recorder& r) : r_(r) {}
-  int total_gpus() const override { return 8; }
-  int start_node(const NodeLaunch& l) override {
-    r_.started.push_back(l);
-    return 1000 + static_cast<int>(r_.started.size());
-  }
-  bool agent_alive(int pid) override { return !r_.dead.count(pid); }
-  void kill_node(int pid) override { r_.dead.insert(pid); }
-
- private:
-  Recorder& r_;
-};
-
-struct Box {
-  std::string home;
-  int64_t clock = 1'000'000;
-  Recorder rec;
-  std::unique_ptr<Workspace> ws;
+// 8 GPUs; open() again is a restart over the same SQLite state, with `pools` as they are then.
+struct Box : WorkspaceBox {
   std::vector<sched::Pool> pools;
 
-  Box() {
-    char t[] = "/tmp/air-queue-test-XXXXXX";
-    home = ::mkdtemp(t);
-    open();
-  }
-  ~Box() {
-    ws.reset();
-    fs::remove_all(home);
-  }
-  void open() {
-    ws.reset();
-    WorkspaceOptions o;
-    o.home = home;
-    o.ticker = false;
-    o.pools = pools;
-    o.now_ms = [this] { return clock; };
-    ws = std::make_unique<Workspace>(o, std::make_unique<GpuBackend>(rec));
-    ws->set_url("http://127.0.0.1:1");
-    ws->start();
-  }
+  Box() : WorkspaceBox("queue") { open(); }
+  void open() { open_recording(8, [this](WorkspaceOptions& o) { o.pools = pools; }); }
   std::string submit(int gpus, const std::string& extra = "", const std::string& pool = "") {
     air::api::SubmitRequest req;
     std::string type = gpus < 8 ? "GPU_1xH100" : "GPU_8xH100";
@@ -73,18 +31,8 @@ struct Box {
     return ws->runs().submit(req).run_id;
   }
   void report(const std::string& id, int attempt, const std::string& state, std::optional<int> code = {}) {
-    auto info = ws->runs().get(id);
-    for (const auto& a : info.attempts)
-      if (a.number == attempt)
-        for (const auto& n : a.nodes) {
-          air::api::NodeStatusReport r;
-          r.state = air::node_state_from_string(state).value();
-          r.exit_code = code;
-          ws->lifecycle().node_status(id, attempt, n.rank, r);
-        }
+    report_all(id, attempt, state, code);
   }
-  void finish(const std::string& id) { report(id, ws->runs().get(id).current_attempt, "SUCCEEDED", 0); }
-  bool started(const std::string& id) { return ws->runs().get(id).current_attempt > 0; }
 };
 
 }  // namespace

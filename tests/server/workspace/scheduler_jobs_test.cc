@@ -3,13 +3,10 @@
 // scancel) ending the run with that reason, retries, cancel of a queued job, and a failing squeue.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <unistd.h>
-
 #include "core/base/error.h"
 #include "server/workspace/workspace.h"
+#include "tests/server/workspace/workspace_box.h"
 
-namespace fs = std::filesystem;
 using namespace air::server;
 
 namespace {
@@ -56,26 +53,11 @@ class FakeBatch : public Backend {
   Jobs& j_;
 };
 
-struct Fixture {
-  std::string home;
-  int64_t clock = 1'000'000;
+using air::server::test::WorkspaceBox;
+
+struct Fixture : WorkspaceBox {
   Jobs jobs;
-  std::unique_ptr<Workspace> ws;
-  Fixture() {
-    char t[] = "/tmp/air-jobs-test-XXXXXX";
-    home = ::mkdtemp(t);
-    WorkspaceOptions o;
-    o.home = home;
-    o.ticker = false;
-    o.now_ms = [this] { return clock; };
-    ws = std::make_unique<Workspace>(o, std::make_unique<FakeBatch>(jobs));
-    ws->set_url("http://10.0.0.1:8470");
-    ws->start();
-  }
-  ~Fixture() {
-    ws.reset();
-    fs::remove_all(home);
-  }
+  Fixture() : WorkspaceBox("jobs") { open(std::make_unique<FakeBatch>(jobs), {}, "http://10.0.0.1:8470"); }
   // Submits; the launch (sbatch) happens on the next tick, which `submit` runs unless told not to.
   std::string submit(const std::string& extra = "", const std::string& type = "CPU_1xHOST", int accels = 2,
                      bool launch = true) {
@@ -87,17 +69,9 @@ struct Fixture {
     if (launch) ws->tick();
     return id;
   }
-  void tick(int64_t ms = 1000) {
-    clock += ms;
-    ws->tick();
-  }
   void report(const std::string& id, int attempt, int node, const std::string& state, std::optional<int> code = {}) {
-    air::api::NodeStatusReport r;
-    r.state = air::node_state_from_string(state).value();
-    r.exit_code = code;
-    ws->lifecycle().node_status(id, attempt, node, r);
+    report_node(id, attempt, node, state, code);
   }
-  air::api::RunInfo get(const std::string& id) { return ws->runs().get(id); }
 };
 
 }  // namespace

@@ -2,68 +2,20 @@
 // cancel, timeout, lost agents, restart re-attach, idempotency, and server-side validation.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <unistd.h>
-
 #include "server/workspace/services.h"
 #include "server/workspace/workspace.h"
+#include "tests/server/workspace/workspace_box.h"
 
-namespace fs = std::filesystem;
 using namespace air::server;
 using air::api::NodeStatusReport;
 
 namespace {
 
-struct Recorder {
-  std::vector<NodeLaunch> started;
-  std::vector<int> killed;
-  std::set<int> dead;  // agent pids that have exited
-};
+using air::server::test::WorkspaceBox;
 
-class FakeBackend : public Backend {
- public:
-  explicit FakeBackend(Recorder& r, int gpus = 0) : r_(r), gpus_(gpus) {}
-  int total_gpus() const override { return gpus_; }
-  int start_node(const NodeLaunch& l) override {
-    r_.started.push_back(l);
-    return 1000 + static_cast<int>(r_.started.size());
-  }
-  bool agent_alive(int pid) override { return !r_.dead.count(pid); }
-  void kill_node(int pid) override {
-    r_.killed.push_back(pid);
-    r_.dead.insert(pid);
-  }
-
- private:
-  Recorder& r_;
-  int gpus_;
-};
-
-struct Fixture {
-  std::string home;
-  int64_t clock = 1'000'000;
-  Recorder rec;
-  std::unique_ptr<Workspace> ws;
-
-  explicit Fixture(int gpus = 0) {
-    char t[] = "/tmp/air-ws-test-XXXXXX";
-    home = ::mkdtemp(t);
-    open(gpus);
-  }
-  ~Fixture() {
-    ws.reset();
-    fs::remove_all(home);
-  }
-  void open(int gpus = 0) {
-    ws.reset();
-    WorkspaceOptions o;
-    o.home = home;
-    o.ticker = false;
-    o.now_ms = [this] { return clock; };
-    ws = std::make_unique<Workspace>(o, std::make_unique<FakeBackend>(rec, gpus));
-    ws->set_url("http://127.0.0.1:1");
-    ws->start();
-  }
+struct Fixture : WorkspaceBox {
+  explicit Fixture(int gpus = 0) : WorkspaceBox("ws") { open(gpus); }
+  void open(int gpus = 0) { open_recording(gpus); }  // again: a new workspace over the same state
   std::string submit(const std::string& extra = "", const std::string& key = "", const std::string& type = "CPU_1xHOST",
                      int accels = 2) {
     air::api::SubmitRequest req;
@@ -75,15 +27,8 @@ struct Fixture {
   }
   std::string report(const std::string& id, int attempt, int node, const std::string& state,
                      std::optional<int> code = std::nullopt, std::string msg = "") {
-    NodeStatusReport r;
-    r.state = air::node_state_from_string(state).value();
-    r.exit_code = code;
-    r.message = std::move(msg);
-    r.pid = 4000 + node;
-    if (state == "FAILED") r.last_lines = {"Traceback", "RuntimeError: boom"};
-    return ws->lifecycle().node_status(id, attempt, node, r).action;
+    return report_node(id, attempt, node, state, code, std::move(msg));
   }
-  air::api::RunInfo get(const std::string& id) { return ws->runs().get(id); }
 };
 
 }  // namespace
