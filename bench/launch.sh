@@ -53,7 +53,7 @@ for i in $(seq 1 "$N"); do
   # one of the 2 cores from the agents.
   sleep 0.3
   id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["run_id"])' "$out")
-  up=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["snapshot_uploaded_bytes"])' "$out")
+  up=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1])["data"]; print(d["snapshot_uploaded_bytes"], int(d.get("snapshot_adopted", False)))' "$out")
   for _ in $(seq 1 600); do
     ready=$("$AIR" -o json get run "$id" | python3 -c '
 import json,sys
@@ -94,13 +94,14 @@ python3 - "$results" <<'PY'
 import statistics, sys
 rows = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
 lat = sorted(r[0] for r in rows)
-first_up, resub = rows[0][1], [r[1] for r in rows[1:]]
+first_up, first_adopted, resub = rows[0][1], rows[0][2], [r[1] for r in rows[1:]]
 p90 = lat[min(len(lat) - 1, int(0.9 * len(lat)))]
 print(f"{'metric':<44}{'value':>12}{'target':>12}")
 print(f"{'submit -> both nodes RUNNING, median (ms)':<44}{statistics.median(lat):>12.0f}{'<= 20':>12}")
 print(f"{'  min / p90 / max (ms)':<44}{f'{lat[0]}/{p90}/{lat[-1]}':>12}")
 print(f"{'runs':<44}{len(lat):>12}")
 print(f"{'first submit: snapshot bytes uploaded':<44}{first_up:>12}")
+print(f"{'first submit: adopted by the local workspace':<44}{'yes' if first_adopted else 'no':>12}")
 print(f"{'unchanged re-submits: bytes uploaded (max)':<44}{max(resub) if resub else 0:>12}{'0':>12}")
 PY
 

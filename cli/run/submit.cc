@@ -35,7 +35,25 @@ uint64_t snapshot_limit_bytes() {
 struct UploadResult {
   std::string digest;
   uint64_t bytes = 0, uploaded = 0, files = 0;
+  bool adopted = false;  // the local workspace linked the cached archive: nothing was sent
 };
+
+// Whether the workspace is on this machine (an http:// URL to a loopback address): only then can it share
+// this home's snapshot cache. AIR_SNAPSHOT_ADOPT=0 uploads anyway (bench/cold_submit.sh compares the two).
+bool env_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return v && value == v;
+}
+
+bool loopback_workspace(const std::string& url) {
+  std::string_view u = url;
+  if (u.substr(0, 7) != "http://") return false;
+  u.remove_prefix(7);
+  std::string_view host = u.substr(0, u.find('/'));
+  if (host.substr(0, 5) == "[::1]") return true;
+  host = host.substr(0, host.rfind(':'));
+  return host == "localhost" || host.substr(0, 4) == "127.";
+}
 
 UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
   UploadResult u;
@@ -69,6 +87,15 @@ UploadResult upload_snapshot(const Workload& w, Client& c, Context& ctx) {
     if (ctx.global.output == "text") *ctx.err << "  snapshot store: " << vp.str() << "\n";
   } else if (c.head(path)) {
     return u;
+  } else if (loopback_workspace(c.base_url()) && !env_is("AIR_SNAPSHOT_ADOPT", "0")) {
+    // A workspace on this home (the local one) links the archive just written instead of receiving a copy
+    // (POST .../adopt, server/api/snapshots.cc); any refusal (another home or user, an older workspace):
+    // upload it.
+    HttpResponse r = c.request("POST", path + "/adopt");
+    if (r.status / 100 == 2) {
+      u.adopted = true;
+      return u;
+    }
   }
   bool show = ctx.global.output == "text" && stderr_is_tty();
   ProgressFn progress;
@@ -111,7 +138,9 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
   UploadResult up = upload_snapshot(w, *s.client, ctx);
   if (text && !up.digest.empty())
     *ctx.err << fmt::format("  snapshot {} ({} files, {}): {}\n", up.digest.substr(0, 12), up.files, mb(up.bytes),
-                            up.uploaded ? "uploaded " + mb(up.uploaded) : "already in the workspace");
+                            up.uploaded  ? "uploaded " + mb(up.uploaded)
+                            : up.adopted ? "handed to the local workspace (not copied)"
+                                         : "already in the workspace");
   api::SubmitRequest req;
   req.workload_yaml = w.source_text;
   req.file_name = w.source_file;
@@ -134,7 +163,7 @@ int submit_workload(const Workload& w, const RunOptions& opts, Context& ctx) {
     // of a JSON-lines stream. Our snapshot and workspace fields ride along.
     json d{{"status", run.state},           {"run_id", run.run_id},
            {"dashboard_url", dashboard},    {"snapshot_digest", up.digest},
-           {"snapshot_uploaded_bytes", up.uploaded}, {"workspace", s.target.url}};
+           {"snapshot_uploaded_bytes", up.uploaded}, {"snapshot_adopted", up.adopted}, {"workspace", s.target.url}};
     if (opts.watch) {
       d["type"] = "SUBMITTED";
       d["ts"] = rfc3339_now();

@@ -215,7 +215,8 @@ void install_routes(http::Server& srv, Workspace& ws) {
   Auth& auth = ws.auth();
   install_run_routes(srv, auth, ws.runs());
   install_node_routes(srv, auth, ws.lifecycle(), ws.runs());
-  install_snapshot_routes(srv, auth, ws.snapshots(), ws.options().max_snapshot_bytes, ws.options().now_ms);
+  install_snapshot_routes(srv, auth, ws.snapshots(), ws.options().max_snapshot_bytes, ws.options().adopt_snapshots_from,
+                          ws.options().now_ms);
   install_services_routes(srv, auth, ws.services(), ws.runs(), ws.lifecycle());
   install_web_api(srv, {auth, ws.runs(), ws.lifecycle(), ws.services()});  // the run page's routes (docs/web.md)
   install_web_ui(srv);                                               // the run page itself, at /
@@ -257,6 +258,7 @@ int serve(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   wo.home = o.home;
   wo.bin_dir = o.bin_dir;
   wo.max_snapshot_bytes = o.max_snapshot_bytes;
+  wo.adopt_snapshots_from = o.home + "/cache/snapshots";  // where `air run` keeps its archives (cli/run/submit.cc)
   wo.audit_retention_days = o.audit_retention_days;
   wo.max_unpack_bytes = o.max_unpack_bytes;
   wo.max_unpack_entries = o.max_unpack_entries;

@@ -39,7 +39,7 @@ struct OpenFile {
 }  // namespace
 
 void install_snapshot_routes(http::Server& srv, const Auth& auth, Snapshots& snapshots, uint64_t max_bytes,
-                             std::function<int64_t()> now_ms) {
+                             std::string adopt_from, std::function<int64_t()> now_ms) {
   const std::string pattern = std::string(api::kPrefix) + R"(/snapshots/([0-9a-f]{64}))";
   // Read by admins, its uploaders, the node tokens of runs made from it and users who may view such a run
   // (Snapshots::refusal); anyone else is answered exactly as for a digest nobody uploaded.
@@ -97,6 +97,29 @@ void install_snapshot_routes(http::Server& srv, const Auth& auth, Snapshots& sna
     snapshots.uploads().record(digest, who.user, now_ms());
     route::send_json(res, json{{"digest", digest}, {"bytes", w->bytes()}, {"existed", false}}, 201);
   }, {max_bytes, uploader});
+  // The local workspace's shortcut for `air run` on the same home: the CLI has just written the archive to
+  // adopt_from/<digest>.tar.zst, and an upload would copy it twice more (over loopback, into the store). The
+  // store links that very file instead, once it has hashed it (BlobStore::adopt: only a file of the
+  // workspace's own user that nobody else may write). The caller becomes an uploader, as with a PUT; any
+  // refusal is 409 NOT_ADOPTED with the reason, and the CLI then uploads. Only an admin may: finding a file in
+  // the folder proves nothing about what the caller holds, and an admin reads every snapshot anyway, so
+  // adoption gives nobody a snapshot they could not read before.
+  srv.Post(pattern + "/adopt", [&auth, &snapshots, max_bytes, adopt_from, now_ms](const http::Request& req,
+                                                                                 http::Response& res) {
+    std::string digest = req.matches[1];
+    Principal who = route::authenticate(auth, req);
+    auto refuse = [&](const std::string& why) {
+      route::send_error(res, 409, "NOT_ADOPTED", "snapshot " + digest + " was not adopted: " + why + "; upload it");
+    };
+    if (adopt_from.empty()) return refuse("this workspace takes uploads only");
+    if (!who.admin || who.is_node()) return refuse("only a workspace admin's own archive is adopted");
+    bool existed = snapshots.blobs().has(digest);
+    std::string why = snapshots.blobs().adopt(digest, adopt_from + "/" + digest + ".tar.zst", max_bytes);
+    if (!why.empty()) return refuse("its archive in the CLI's cache: " + why);
+    snapshots.uploads().record(digest, who.user, now_ms());
+    route::send_json(res, json{{"digest", digest}, {"bytes", snapshots.blobs().size(digest)}, {"existed", existed},
+                               {"adopted", !existed}}, existed ? 200 : 201);
+  }, {0, uploader});
 }
 
 }  // namespace air::server

@@ -2,11 +2,13 @@
 #include "server/store/blobs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "core/base/error.h"
@@ -60,6 +62,63 @@ std::unique_ptr<BlobWriter> BlobStore::begin(const std::string& digest, uint64_t
   static std::atomic<uint64_t> counter{0};
   std::string tmp = dir_ + "/tmp/" + digest + "." + std::to_string(::getpid()) + "." + std::to_string(++counter);
   return std::make_unique<BlobWriter>(tmp, path(digest), digest, max_bytes);
+}
+
+std::string BlobStore::adopt(const std::string& digest, const std::string& file, uint64_t max_bytes) {
+  if (!is_sha256_hex(digest)) return "not a SHA-256 digest";
+  if (has(digest)) return "";
+  int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? "no such file" : std::string("cannot open it: ") + std::strerror(errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::string("cannot stat it: ") + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != ::geteuid()) return "not owned by the workspace's user";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by others than its owner";
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) return "larger than this workspace accepts";
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::unique_ptr<char[]> buf(new char[1 << 20]);
+  uint64_t off = 0;
+  for (;;) {
+    ssize_t n = ::pread(fd, buf.get(), 1 << 20, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      EVP_MD_CTX_free(ctx);
+      return std::string("cannot read it: ") + std::strerror(errno);
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx, buf.get(), static_cast<size_t>(n));
+    off += static_cast<uint64_t>(n);
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  if (off != static_cast<uint64_t>(st.st_size)) return "it changed while being read";
+  if (hex(md, len) != digest) return "its bytes do not hash to the digest";
+  // The inode read above, by its descriptor (a rename of the path since would not matter), linked under a
+  // temporary name, made durable, then renamed into place as an upload's commit does.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = dir_ + "/tmp/" + digest + ".adopt." + std::to_string(::getpid()) + "." + std::to_string(++counter);
+  std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0)
+    return std::string("cannot link it into the store: ") + std::strerror(errno);
+  if (::fsync(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return std::string("cannot make it durable: ") + std::strerror(errno);
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(path(digest)).parent_path(), ec);
+  fs::rename(tmp, path(digest), ec);
+  if (ec) {
+    ::unlink(tmp.c_str());
+    return "cannot link it into the store: " + ec.message();
+  }
+  return "";
 }
 
 BlobWriter::BlobWriter(std::string tmp, std::string final_path, std::string digest, uint64_t max_bytes)

@@ -20,6 +20,13 @@ class BlobStore {
   uint64_t size(const std::string& digest) const;
   // Starts an upload of a blob that claims to have `digest`.
   std::unique_ptr<BlobWriter> begin(const std::string& digest, uint64_t max_bytes);
+  // Takes `file` as the blob `digest` without copying it: a hard link to the very inode that was hashed. Only a
+  // file this process's user owns and nobody else may write (a regular file, no group or other write bit, at
+  // most max_bytes) whose bytes hash to `digest`: then nobody but that user can change the blob afterwards, and
+  // that user could write the store anyway. Used for the CLI's snapshot cache of the same home (the local
+  // workspace), where an upload would copy the archive twice over loopback. Returns "" when the blob is there
+  // (linked now or before), else why not (the caller uploads instead).
+  std::string adopt(const std::string& digest, const std::string& file, uint64_t max_bytes);
 
  private:
   std::string dir_;

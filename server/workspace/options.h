@@ -21,6 +21,10 @@ struct WorkspaceOptions {
   // refuse to run without a sandbox.
   Isolation isolation;
   uint64_t max_snapshot_bytes = 4ull << 30;
+  // The snapshot cache of a CLI that shares this home (HOME/cache/snapshots): POST /snapshots/{digest}/adopt
+  // links an archive from there into the blob store instead of an upload (BlobStore::adopt says when). Empty:
+  // no adoption.
+  std::string adopt_snapshots_from;
   uint64_t max_unpack_bytes = 8ull << 30;   // what one node may unpack a snapshot to (disk blocks)
   uint64_t max_unpack_entries = 1000000;
   int heartbeat_timeout_ms = 15000;  // an agent silent this long is lost

@@ -2,7 +2,9 @@
 # A 2-node run on the embedded local workspace: both nodes see the right NUM_NODES / NODE_RANK /
 # MASTER_ADDR / MASTER_PORT, CODE_SOURCE_PATH holds the snapshot, HYPERPARAMETERS_PATH parses back to
 # `parameters`; `air run --watch` exits 0, `air logs --node 1` and `air get run` work afterwards; each
-# node's session runs at autogroup nice 3 (the local workspace keeps its share of a shared CPU).
+# node's session runs at autogroup nice 3 (the local workspace keeps its share of a shared CPU). The snapshot
+# is handed to the local workspace without a copy (its blob is the CLI's cached archive, linked), and the
+# nodes read the code from it.
 source "$(dirname "$0")/lib/common.bash"
 
 proj="$E2E_TMP/proj"
@@ -40,6 +42,12 @@ YAML
 out="$E2E_TMP/watch.out"
 "$AIR" run -f "$proj/train.yaml" --watch > "$out" 2> "$E2E_TMP/watch.err" || { cat "$E2E_TMP/watch.err"; fail "air run --watch exited $?"; }
 grep -q "NODE_RANK=0" "$out" || fail "--watch did not show node 0's log"
+grep -q "snapshot [0-9a-f]* (.*): handed to the local workspace (not copied)" "$E2E_TMP/watch.err" ||
+  fail "the local workspace did not adopt the snapshot: $(cat "$E2E_TMP/watch.err")"
+digest=$(sed -n 's/^  snapshot \([0-9a-f]*\) .*/\1/p' "$E2E_TMP/watch.err")
+cached=$(ls "$AIR_HOME"/cache/snapshots/"$digest"*.tar.zst)
+blob=$(ls "$AIR_HOME"/blobs/sha256/*/"$digest"*)
+[ "$(stat -c %i "$cached")" = "$(stat -c %i "$blob")" ] || fail "the workspace's blob is a copy of $cached, not the file"
 id=$("$AIR" -o json list --all-status | json_get - 'd["runs"][0]["run_id"]')
 [ "$(run_field "$id" 'd["state"]')" = SUCCEEDED ] || fail "run $id did not succeed"
 

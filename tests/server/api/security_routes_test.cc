@@ -95,6 +95,7 @@ struct Team {
     WorkspaceOptions o;
     o.home = home;
     o.ticker = false;
+    o.adopt_snapshots_from = home + "/cache/snapshots";  // as `air server` sets it
     o.now_ms = [this] { return clock.load(); };
     ws = std::make_unique<Workspace>(o, std::make_unique<RecordingBackend>(started));
     ws->set_url("http://127.0.0.1:1");

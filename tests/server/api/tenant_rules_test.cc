@@ -4,6 +4,7 @@
 // workspace (SQLite file, the server core on loopback, every route installed); only the backend records.
 #include <catch2/catch.hpp>
 #include <httplib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -51,6 +52,7 @@ struct Pair {
     WorkspaceOptions o;
     o.home = home;
     o.ticker = false;
+    o.adopt_snapshots_from = home + "/cache/snapshots";  // as `air server` sets it
     ws = std::make_unique<Workspace>(o, std::make_unique<RecordingBackend>(started));
     ws->set_url("http://127.0.0.1:1");
     ws->start();
@@ -114,6 +116,68 @@ std::string message(const httplib::Result& r) {
 std::string snap_path(const std::string& digest) { return "/api/air/v1/snapshots/" + digest; }
 
 }  // namespace
+
+TEST_CASE("tenant: the workspace adopts its admin's cached archive without a copy, and nobody else's") {
+  Pair t;
+  const std::string cache = t.home + "/cache/snapshots";
+  fs::create_directories(cache);
+  auto cached = [&](const std::string& digest, const std::string& bytes, mode_t mode = 0644) {
+    std::string path = cache + "/" + digest + ".tar.zst";
+    std::ofstream(path, std::ios::binary) << bytes;
+    ::chmod(path.c_str(), mode);
+    return path;
+  };
+  auto adopt = [&](const std::string& tok, const std::string& digest) {
+    return t.send(tok, "POST", snap_path(digest) + "/adopt");
+  };
+  std::string bytes = "the admin's code", digest = air::sha256_hex(bytes);
+  std::string file = cached(digest, bytes);
+
+  // Bob (a user, not an admin) cannot take it: the file being there proves nothing about what he holds.
+  auto bobs = adopt(t.bob, digest);
+  CHECK(bobs->status == 409);
+  CHECK(message(bobs).find("only a workspace admin's own archive is adopted") != std::string::npos);
+  CHECK(t.send(t.bob, "HEAD", snap_path(digest))->status == 404);
+  CHECK_FALSE(t.ws->snapshots().blobs().has(digest));
+
+  // Refusals, each with its reason (the CLI then uploads): no such file, bytes that hash to something else, a
+  // file others may write, a symbolic link.
+  std::string missing = air::sha256_hex("not cached");
+  CHECK(message(adopt(t.admin, missing)).find("no such file") != std::string::npos);
+  std::string lie = air::sha256_hex("what the name says");
+  cached(lie, "other bytes");
+  auto lied = adopt(t.admin, lie);
+  CHECK(lied->status == 409);
+  CHECK(message(lied).find("do not hash to the digest") != std::string::npos);
+  std::string shared = "group-writable", shared_digest = air::sha256_hex(shared);
+  cached(shared_digest, shared, 0664);
+  CHECK(message(adopt(t.admin, shared_digest)).find("writable by others") != std::string::npos);
+  std::string linked = "through a link", linked_digest = air::sha256_hex(linked);
+  std::string target = t.home + "/elsewhere";
+  std::ofstream(target, std::ios::binary) << linked;
+  REQUIRE(::symlink(target.c_str(), (cache + "/" + linked_digest + ".tar.zst").c_str()) == 0);
+  CHECK(adopt(t.admin, linked_digest)->status == 409);
+  for (const auto& d : {missing, lie, shared_digest, linked_digest}) CHECK_FALSE(t.ws->snapshots().blobs().has(d));
+
+  // The admin's own archive: linked, the same inode (no copy), readable as any upload, the admin its uploader.
+  auto ok = adopt(t.admin, digest);
+  REQUIRE(ok->status == 201);
+  CHECK(json::parse(ok->body)["adopted"] == true);
+  CHECK(json::parse(ok->body)["bytes"] == bytes.size());
+  struct stat a {}, b {};
+  REQUIRE(::stat(file.c_str(), &a) == 0);
+  REQUIRE(::stat(t.ws->snapshots().blobs().path(digest).c_str(), &b) == 0);
+  CHECK(a.st_ino == b.st_ino);
+  CHECK(t.send(t.admin, "GET", snap_path(digest))->body == bytes);
+  CHECK(t.ws->snapshots().uploads().uploaders(digest) == std::vector<std::string>{"admin"});
+  auto again = adopt(t.admin, digest);
+  CHECK(again->status == 200);
+  CHECK(json::parse(again->body)["existed"] == true);
+  // The CLI's cache dropping its file leaves the blob.
+  fs::remove(file);
+  CHECK(t.send(t.admin, "GET", snap_path(digest))->body == bytes);
+  REQUIRE(t.submit(t.admin, "", digest)->status == 201);
+}
 
 TEST_CASE("tenant: a snapshot digest is a name, not a key") {
   Pair t;
