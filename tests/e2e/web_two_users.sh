@@ -5,12 +5,7 @@
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/web/setup.bash"
 
-"$AIR" list > /dev/null
-URL=$(json_get "$AIR_HOME/server.json" 'd["url"]')
-"$AIR" -o json users add alice --token > "$E2E_TMP/alice.json"
-"$AIR" -o json users add bob --token > "$E2E_TMP/bob.json"
-ALICE=$(json_get "$E2E_TMP/alice.json" 'd["token_value"]')
-BOB=$(json_get "$E2E_TMP/bob.json" 'd["token_value"]')
+web_two_users
 STOP="$E2E_TMP/stop"
 workload() {  # workload NAME LINE
   cat <<YAML

@@ -11,3 +11,13 @@ if [ ! -f "$NPM_DIR/node_modules/playwright-core/package.json" ]; then
   (cd "$NPM_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --silent playwright-core@1.65.1) \
     > "$E2E_TMP/npm.log" 2>&1 || { cat "$E2E_TMP/npm.log"; echo "skip: npm could not install playwright-core"; exit 125; }
 fi
+
+# Starts the local workspace and adds the users alice and bob with a token each: sets URL, ALICE and BOB.
+web_two_users() {
+  "$AIR" list > /dev/null
+  URL=$(json_get "$AIR_HOME/server.json" 'd["url"]')
+  "$AIR" -o json users add alice --token > "$E2E_TMP/alice.json"
+  "$AIR" -o json users add bob --token > "$E2E_TMP/bob.json"
+  ALICE=$(json_get "$E2E_TMP/alice.json" 'd["token_value"]')
+  BOB=$(json_get "$E2E_TMP/bob.json" 'd["token_value"]')
+}
