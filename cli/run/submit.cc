@@ -38,13 +38,13 @@ struct UploadResult {
   bool adopted = false;  // the local workspace linked the cached archive: nothing was sent
 };
 
-// Whether the workspace is on this machine (an http:// URL to a loopback address): only then can it share
-// this home's snapshot cache. AIR_SNAPSHOT_ADOPT=0 uploads anyway (bench/cold_submit.sh compares the two).
 bool env_is(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
   return v && value == v;
 }
 
+// Whether the workspace is on this machine (an http:// URL to a loopback address): only then can it share
+// this home's snapshot cache. AIR_SNAPSHOT_ADOPT=0 uploads anyway (bench/cold_submit.sh compares the two).
 bool loopback_workspace(const std::string& url) {
   std::string_view u = url;
   if (u.substr(0, 7) != "http://") return false;
